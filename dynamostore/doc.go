@@ -1,0 +1,44 @@
+// Package dynamostore stores idempotency key records in Amazon DynamoDB.
+//
+// It owns the record format and every DynamoDB expression about a key
+// record: the conditional PutItem that claims a key, the fenced writes that
+// complete or release it, and the table's creation. Nobody else writes a
+// condition on a key record.
+//
+// # The record
+//
+// One table with a single string partition key, pk. A record is one item:
+//
+//	pk        S  length-prefixed (scope, key): "<len(scope)>:<scope><key>"
+//	v         N  record format version (1)
+//	method    S  HTTP method (or operation name) the key was first used for
+//	path      S  path (or event source) the key was first used for
+//	fp        B  32-byte request fingerprint
+//	state     S  "in_progress" or "completed"
+//	lock      S  random owner token of the claim; fences late writers
+//	lock_exp  N  epoch milliseconds after which another request may reclaim
+//	status    N  stored response status (completed records)
+//	hdr       M  stored response headers, name → list of values
+//	body      B  stored response body, gzip-compressed when enc = "gzip"
+//	enc       S  body encoding ("gzip"), absent when stored as is
+//	omitted   N  size of a response body too large to store (body absent)
+//	created   N  epoch milliseconds of the claim
+//	done      N  epoch milliseconds of the completion
+//	exp       N  epoch SECONDS: the table's TTL attribute
+//
+// A record whose exp lies in the past is absent for every read and every
+// condition of this package, whether or not DynamoDB's TTL process has
+// deleted it yet (that can take days).
+//
+// # DynamoDB calls per outcome
+//
+// Claim costs one PutItem. On real DynamoDB a losing claim learns the
+// stored record from the same call (ReturnValuesOnConditionCheckFailure);
+// an implementation that omits the item costs one extra consistent GetItem.
+// Complete costs one PutItem, Commit one TransactWriteItems, Release one
+// DeleteItem.
+//
+// This package is not an HTTP middleware and makes no decision about what
+// to send a client: see the idemkey package for the protocol and the
+// handler and lambda packages for the front doors.
+package dynamostore

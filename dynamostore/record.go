@@ -1,0 +1,483 @@
+package dynamostore
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// State is the lifecycle state of a live record.
+type State string
+
+const (
+	// StateInProgress: the key is claimed and its request is executing.
+	StateInProgress State = "in_progress"
+	// StateCompleted: the request finished and its response is stored.
+	StateCompleted State = "completed"
+)
+
+// Attribute names of a key record. TTLAttribute is the one to enable TTL on.
+const (
+	attrPK       = "pk"
+	attrVersion  = "v"
+	attrMethod   = "method"
+	attrPath     = "path"
+	attrFP       = "fp"
+	attrState    = "state"
+	attrLock     = "lock"
+	attrLockExp  = "lock_exp"
+	attrStatus   = "status"
+	attrHeader   = "hdr"
+	attrBody     = "body"
+	attrEnc      = "enc"
+	attrOmitted  = "omitted"
+	attrCreated  = "created"
+	attrDone     = "done"
+	attrExpires  = "exp"
+	attrRegion   = "region"
+	recordFormat = "1"
+
+	// TTLAttribute is the record's expiry attribute, a Number of epoch
+	// seconds. EnsureTable enables DynamoDB TTL on it; deploy templates
+	// must name the same attribute.
+	TTLAttribute = attrExpires
+	// PartitionKey is the table's only key attribute, a String.
+	PartitionKey = attrPK
+)
+
+// MaxScopeBytes and MaxKeyBytes bound the two halves of a record's
+// partition key; together they stay under DynamoDB's 2048-byte limit.
+const (
+	MaxScopeBytes = 1024
+	MaxKeyBytes   = 512
+	// FingerprintSize is the length of a request fingerprint (SHA-256).
+	FingerprintSize = 32
+)
+
+// Request is what a claim is about.
+type Request struct {
+	// Scope separates callers (a tenant, an API key id). The same Key in two
+	// scopes names two unrelated records. It may be empty (one shared scope).
+	Scope string
+	// Key is the client's idempotency key. It must not be empty.
+	Key string
+	// Method and Path record what the key was first used for. They are
+	// stored for operators; the fingerprint is what is compared.
+	Method, Path string
+	// Fingerprint identifies the request's content (32 bytes). A later
+	// request with the same key and another fingerprint is a mismatch.
+	Fingerprint []byte
+	// Lease overrides the store's lock lease for this claim when positive.
+	Lease time.Duration
+}
+
+// Response is a stored response.
+type Response struct {
+	Status int
+	Header http.Header
+	// Body is the response body, nil when it was omitted.
+	Body []byte
+	// BodyOmitted is the size in bytes of a body that was too large to store
+	// within DynamoDB's 400 KB item limit even compressed; Body is then nil.
+	// Zero when the body was stored.
+	BodyOmitted int
+}
+
+// Record is a decoded key record.
+type Record struct {
+	Scope, Key   string
+	Method, Path string
+	Fingerprint  []byte
+	State        State
+	// Response is set for completed records.
+	Response *Response
+	// LockToken is the owner token of the claim that created the record.
+	LockToken string
+	// LockExpires is when an in-progress record may be reclaimed.
+	LockExpires time.Time
+	Created     time.Time
+	// Completed is when the record was completed (zero when in progress).
+	Completed time.Time
+	// Expires is when the record becomes absent (second precision).
+	Expires time.Time
+	// Region is the region that wrote the record, when the store names one.
+	Region string
+}
+
+// PartitionKeyFor returns the partition key value of (scope, key): the
+// decimal byte length of scope, a colon, scope, then key. Distinct pairs
+// never share a value, whatever bytes they hold.
+func PartitionKeyFor(scope, key string) string {
+	return strconv.Itoa(len(scope)) + ":" + scope + key
+}
+
+// splitPartitionKey inverts PartitionKeyFor.
+func splitPartitionKey(pk string) (scope, key string, ok bool) {
+	colon := strings.IndexByte(pk, ':')
+	if colon <= 0 || colon > 5 {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(pk[:colon])
+	if err != nil || n < 0 || colon+1+n > len(pk) || strconv.Itoa(n) != pk[:colon] {
+		return "", "", false
+	}
+	return pk[colon+1 : colon+1+n], pk[colon+1+n:], true
+}
+
+func attrS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func attrN(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
+
+// keyOf returns the primary key of the record for (scope, key).
+func keyOf(scope, key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: attrS(PartitionKeyFor(scope, key))}
+}
+
+// baseItem encodes the attributes shared by both states.
+func baseItem(r *Record) map[string]types.AttributeValue {
+	item := make(map[string]types.AttributeValue, 16)
+	item[attrPK] = attrS(PartitionKeyFor(r.Scope, r.Key))
+	item[attrVersion] = &types.AttributeValueMemberN{Value: recordFormat}
+	item[attrMethod] = attrS(r.Method)
+	item[attrPath] = attrS(r.Path)
+	item[attrFP] = attrB(r.Fingerprint)
+	item[attrState] = attrS(string(r.State))
+	item[attrLock] = attrS(r.LockToken)
+	item[attrLockExp] = attrN(r.LockExpires.UnixMilli())
+	item[attrCreated] = attrN(r.Created.UnixMilli())
+	item[attrExpires] = attrN(r.Expires.Unix())
+	if r.Region != "" {
+		item[attrRegion] = attrS(r.Region)
+	}
+	return item
+}
+
+// maxItemBytes is DynamoDB's item size limit (400 KB).
+const maxItemBytes = 400 * 1024
+
+// encodeCompleted encodes a completed record. The body is gzip-compressed
+// when larger than compressAbove and smaller that way; when the item would
+// still exceed limit bytes, the body (and then the headers) are left out
+// and the record says so.
+func encodeCompleted(r *Record, compressAbove, limit int) map[string]types.AttributeValue {
+	item := baseItem(r)
+	resp := r.Response
+	item[attrStatus] = attrN(int64(resp.Status))
+	item[attrDone] = attrN(r.Completed.UnixMilli())
+	if hdr := encodeHeader(resp.Header); hdr != nil {
+		item[attrHeader] = hdr
+	}
+	if len(resp.Body) > 0 {
+		body, enc := resp.Body, ""
+		if len(body) > compressAbove {
+			if z := gzipBytes(body); len(z) < len(body) {
+				body, enc = z, "gzip"
+			}
+		}
+		item[attrBody] = attrB(body)
+		if enc != "" {
+			item[attrEnc] = attrS(enc)
+		}
+	}
+	if resp.BodyOmitted > 0 {
+		item[attrOmitted] = attrN(int64(resp.BodyOmitted))
+	}
+	if itemSize(item) <= limit {
+		return item
+	}
+	if len(resp.Body) > 0 {
+		delete(item, attrBody)
+		delete(item, attrEnc)
+		item[attrOmitted] = attrN(int64(len(resp.Body)))
+	}
+	if itemSize(item) > limit {
+		delete(item, attrHeader)
+	}
+	return item
+}
+
+// unstoredHeaders are never stored with a response: hop-by-hop headers
+// (RFC 9110 §7.6.1), per-response ones (Date, Content-Length), and
+// Set-Cookie, which must not be handed to whoever retries.
+var unstoredHeaders = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Set-Cookie": true, "Date": true, "Content-Length": true,
+}
+
+// StoredHeader reports whether a response header of this name is stored
+// and replayed. Hop-by-hop headers, Set-Cookie, Date and Content-Length are
+// not.
+func StoredHeader(name string) bool {
+	return !unstoredHeaders[http.CanonicalHeaderKey(name)]
+}
+
+func encodeHeader(h http.Header) types.AttributeValue {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]types.AttributeValue, len(h))
+	for name, values := range h {
+		if !StoredHeader(name) || len(values) == 0 {
+			continue
+		}
+		l := make([]types.AttributeValue, len(values))
+		for i, v := range values {
+			l[i] = attrS(v)
+		}
+		m[name] = &types.AttributeValueMemberL{Value: l}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+var gzipPool = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
+
+func gzipBytes(b []byte) []byte {
+	var buf bytes.Buffer
+	w := gzipPool.Get().(*gzip.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	gzipPool.Put(w)
+	return buf.Bytes()
+}
+
+// maxStoredBody bounds the decompressed size of a stored body, so that a
+// corrupted or hostile item cannot expand without limit.
+const maxStoredBody = 64 << 20
+
+func gunzipBytes(b []byte) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(r, maxStoredBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > maxStoredBody {
+		return nil, io.ErrShortBuffer
+	}
+	return out, nil
+}
+
+// itemSize estimates an item's size by DynamoDB's rules, rounding up.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range item {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return len(v.Value) + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	default:
+		return 1
+	}
+}
+
+// decodeRecord decodes and validates an item. It never panics; anything
+// that is not a well-formed record of this package is a *RecordError.
+func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
+	var r Record
+	pk, err := getS(item, attrPK)
+	if err != nil {
+		return nil, err
+	}
+	var ok bool
+	if r.Scope, r.Key, ok = splitPartitionKey(pk); !ok || r.Key == "" {
+		return nil, &RecordError{Attr: attrPK, Reason: "not a (scope, key) encoding"}
+	}
+	if v, err := getN(item, attrVersion); err != nil || strconv.FormatInt(v, 10) != recordFormat {
+		return nil, &RecordError{Attr: attrVersion, Reason: "unknown record format"}
+	}
+	if r.Method, err = getS(item, attrMethod); err != nil {
+		return nil, err
+	}
+	if r.Path, err = getS(item, attrPath); err != nil {
+		return nil, err
+	}
+	if r.Fingerprint, err = getB(item, attrFP); err != nil {
+		return nil, err
+	}
+	if len(r.Fingerprint) != FingerprintSize {
+		return nil, &RecordError{Attr: attrFP, Reason: "fingerprint is not 32 bytes"}
+	}
+	state, err := getS(item, attrState)
+	if err != nil {
+		return nil, err
+	}
+	r.State = State(state)
+	if r.LockToken, err = getS(item, attrLock); err != nil {
+		return nil, err
+	}
+	lockExp, err := getN(item, attrLockExp)
+	if err != nil {
+		return nil, err
+	}
+	r.LockExpires = time.UnixMilli(lockExp)
+	created, err := getN(item, attrCreated)
+	if err != nil {
+		return nil, err
+	}
+	r.Created = time.UnixMilli(created)
+	exp, err := getN(item, attrExpires)
+	if err != nil {
+		return nil, err
+	}
+	r.Expires = time.Unix(exp, 0)
+	if _, present := item[attrRegion]; present {
+		if r.Region, err = getS(item, attrRegion); err != nil {
+			return nil, err
+		}
+	}
+	switch r.State {
+	case StateInProgress:
+		return &r, nil
+	case StateCompleted:
+	default:
+		return nil, &RecordError{Attr: attrState, Reason: "unknown state"}
+	}
+	done, err := getN(item, attrDone)
+	if err != nil {
+		return nil, err
+	}
+	r.Completed = time.UnixMilli(done)
+	resp, err := decodeResponse(item)
+	if err != nil {
+		return nil, err
+	}
+	r.Response = resp
+	return &r, nil
+}
+
+func decodeResponse(item map[string]types.AttributeValue) (*Response, error) {
+	status, err := getN(item, attrStatus)
+	if err != nil {
+		return nil, err
+	}
+	if status < 100 || status > 999 {
+		return nil, &RecordError{Attr: attrStatus, Reason: "not an HTTP status"}
+	}
+	resp := &Response{Status: int(status)}
+	if v, ok := item[attrHeader]; ok {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, &RecordError{Attr: attrHeader, Reason: "not a map"}
+		}
+		resp.Header = make(http.Header, len(m.Value))
+		for name, lv := range m.Value {
+			l, ok := lv.(*types.AttributeValueMemberL)
+			if !ok {
+				return nil, &RecordError{Attr: attrHeader, Reason: "header " + strconv.Quote(name) + " is not a list"}
+			}
+			values := make([]string, len(l.Value))
+			for i, e := range l.Value {
+				s, ok := e.(*types.AttributeValueMemberS)
+				if !ok {
+					return nil, &RecordError{Attr: attrHeader, Reason: "header value is not a string"}
+				}
+				values[i] = s.Value
+			}
+			resp.Header[name] = values
+		}
+	}
+	if _, ok := item[attrBody]; ok {
+		body, err := getB(item, attrBody)
+		if err != nil {
+			return nil, err
+		}
+		enc := ""
+		if _, ok := item[attrEnc]; ok {
+			if enc, err = getS(item, attrEnc); err != nil {
+				return nil, err
+			}
+		}
+		switch enc {
+		case "":
+		case "gzip":
+			if body, err = gunzipBytes(body); err != nil {
+				return nil, &RecordError{Attr: attrBody, Reason: "bad gzip body: " + err.Error()}
+			}
+		default:
+			return nil, &RecordError{Attr: attrEnc, Reason: "unknown body encoding"}
+		}
+		resp.Body = body
+	}
+	if _, ok := item[attrOmitted]; ok {
+		n, err := getN(item, attrOmitted)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 || n > 1<<40 {
+			return nil, &RecordError{Attr: attrOmitted, Reason: "not a body size"}
+		}
+		resp.BodyOmitted = int(n)
+	}
+	return resp, nil
+}
+
+func getS(item map[string]types.AttributeValue, name string) (string, error) {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value, nil
+	case nil:
+		return "", &RecordError{Attr: name, Reason: "missing"}
+	}
+	return "", &RecordError{Attr: name, Reason: "wrong type"}
+}
+
+func getB(item map[string]types.AttributeValue, name string) ([]byte, error) {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberB:
+		return v.Value, nil
+	case nil:
+		return nil, &RecordError{Attr: name, Reason: "missing"}
+	}
+	return nil, &RecordError{Attr: name, Reason: "wrong type"}
+}
+
+func getN(item map[string]types.AttributeValue, name string) (int64, error) {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberN:
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return 0, &RecordError{Attr: name, Reason: "not an integer"}
+		}
+		return n, nil
+	case nil:
+		return 0, &RecordError{Attr: name, Reason: "missing"}
+	}
+	return 0, &RecordError{Attr: name, Reason: "wrong type"}
+}

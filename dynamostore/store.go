@@ -1,0 +1,458 @@
+package dynamostore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/txn"
+)
+
+// Client is the set of DynamoDB calls a Store makes. *dynamodb.Client
+// satisfies it; tests wrap it to count calls or inject faults.
+type Client interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ Client = (*dynamodb.Client)(nil)
+
+// Defaults of Options.
+const (
+	// DefaultRetention is how long a record lives after its last write:
+	// 24 hours, the spec's floor for payment-style operations. Seven days
+	// suits clients whose queues can pause over a weekend.
+	DefaultRetention = 24 * time.Hour
+	// DefaultLease is how long a claim's lock holds before another request
+	// may reclaim the key: 5 minutes. It must exceed the longest handler
+	// duration, downstream timeouts included.
+	DefaultLease = 5 * time.Minute
+	// DefaultCompressAbove is the body size above which a stored body is
+	// gzip-compressed.
+	DefaultCompressAbove = 1024
+)
+
+// Options configure a Store. The zero value of each field selects its
+// default.
+type Options struct {
+	// Retention is how long a record stays after its claim and after its
+	// completion (default DefaultRetention). A retry after that executes
+	// again: retention must outlast the client's slowest retry path.
+	Retention time.Duration
+	// Lease is the default lock lease of a claim (default DefaultLease).
+	// Too short a lease lets a live request's key be reclaimed under it,
+	// which reintroduces the double execution the lock prevents (the
+	// commit of the first request then fails with ErrLockLost, so its
+	// staged effects are never written, but effects outside DynamoDB are
+	// not protected).
+	Lease time.Duration
+	// CompressAbove is the body size above which stored bodies are
+	// gzip-compressed (default DefaultCompressAbove; negative: never).
+	CompressAbove int
+	// MaxItemBytes is the item size budget of a completed record (default
+	// and maximum: DynamoDB's 400 KB). A record that would exceed it is
+	// stored without its body, then without its headers; the replay says
+	// so (Response.BodyOmitted).
+	MaxItemBytes int
+	// Now is the clock (default time.Now). Tests inject one.
+	Now func() time.Time
+	// Region, when set, is written on every record this store writes.
+	Region string
+	// Txn tunes the retries of transaction conflicts on Commit.
+	Txn txn.Options
+}
+
+// Store reads and writes key records in one DynamoDB table. It is safe for
+// concurrent use.
+type Store struct {
+	client Client
+	table  string
+	opts   Options
+}
+
+// New returns a Store over table. It panics if client is nil or table is
+// empty: that is a configuration error, caught at start.
+func New(client Client, table string, optFns ...func(*Options)) *Store {
+	if client == nil || table == "" {
+		panic("dynamostore: New needs a client and a table name")
+	}
+	s := &Store{client: client, table: table}
+	for _, fn := range optFns {
+		fn(&s.opts)
+	}
+	o := &s.opts
+	if o.Retention <= 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.CompressAbove == 0 {
+		o.CompressAbove = DefaultCompressAbove
+	} else if o.CompressAbove < 0 {
+		o.CompressAbove = int(^uint(0) >> 1)
+	}
+	if o.MaxItemBytes <= 0 || o.MaxItemBytes > maxItemBytes {
+		o.MaxItemBytes = maxItemBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return s
+}
+
+// Table returns the table name.
+func (s *Store) Table() string { return s.table }
+
+// Options returns the store's effective options.
+func (s *Store) Options() Options { return s.opts }
+
+// Outcome is the result of a claim.
+type Outcome int
+
+const (
+	// Acquired: the caller owns the key and must execute, then Commit or
+	// Release.
+	Acquired Outcome = iota + 1
+	// Replay: the key completed with the same fingerprint; the stored
+	// response answers the request.
+	Replay
+	// InFlight: another request holds the key's lock.
+	InFlight
+	// Mismatch: the key was used for a request with another fingerprint.
+	Mismatch
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Acquired:
+		return "acquired"
+	case Replay:
+		return "replay"
+	case InFlight:
+		return "in_flight"
+	case Mismatch:
+		return "mismatch"
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Claim is the result of Store.Claim.
+type Claim struct {
+	Outcome Outcome
+	// Record is the record this claim wrote (Acquired), or the stored
+	// record that decided the outcome (Replay, InFlight, Mismatch).
+	Record *Record
+}
+
+// claimAttempts bounds the loop of a claim that keeps finding no live
+// record after losing its condition.
+const claimAttempts = 3
+
+// Claim tries to take the key of req with one conditional PutItem. The put
+// succeeds when no live record exists: none at all, an expired one, or an
+// in-progress one whose lock expired (its owner died). Otherwise DynamoDB
+// returns the stored record with the failure, and Claim decides: Mismatch
+// when its fingerprint differs, InFlight when it is in progress, Replay
+// when completed. A record left by an earlier attempt of this same claim
+// (an SDK retry after a lost response) counts as Acquired.
+//
+// When the DynamoDB implementation returns no item with the failure, Claim
+// reads it with a consistent GetItem. Errors: ErrInvalidRequest,
+// *StoreError, *RecordError for a stored item that is not a valid record,
+// ErrClaimContention.
+func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
+	if err := validate(req); err != nil {
+		return nil, err
+	}
+	lease := req.Lease
+	if lease <= 0 {
+		lease = s.opts.Lease
+	}
+	token := rand.Text()
+	for range claimAttempts {
+		now := s.opts.Now()
+		rec := &Record{
+			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
+			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
+			LockExpires: now.Add(lease), Created: now, Expires: now.Add(s.opts.Retention),
+			Region: s.opts.Region,
+		}
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:           &s.table,
+			Item:                baseItem(rec),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now_s OR (#state = :in_progress AND #lock_exp < :now_ms)"),
+			ExpressionAttributeNames: map[string]string{
+				"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":now_s":       attrN(now.Unix()),
+				":now_ms":      attrN(now.UnixMilli()),
+				":in_progress": attrS(string(StateInProgress)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return &Claim{Outcome: Acquired, Record: rec}, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return nil, &StoreError{Op: "PutItem", Err: err}
+		}
+		var old *Record
+		if ccf.Item != nil {
+			if old, err = decodeRecord(ccf.Item); err != nil {
+				return nil, err
+			}
+		} else {
+			now = s.opts.Now()
+			if old, err = s.get(ctx, req.Scope, req.Key); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue // released or evicted since: claim again
+				}
+				return nil, err
+			}
+			if old.State == StateInProgress && old.LockExpires.Before(now) && old.LockToken != token {
+				continue // its lock ran out since: claim again
+			}
+		}
+		return &Claim{Outcome: decide(old, req, token), Record: old}, nil
+	}
+	return nil, ErrClaimContention
+}
+
+// decide classifies a live stored record against a claim.
+func decide(old *Record, req Request, token string) Outcome {
+	switch {
+	case old.State == StateInProgress && old.LockToken == token:
+		return Acquired
+	case !equalBytes(old.Fingerprint, req.Fingerprint):
+		return Mismatch
+	case old.State == StateInProgress:
+		return InFlight
+	default:
+		return Replay
+	}
+}
+
+func equalBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var v byte
+	for i := range a {
+		v |= a[i] ^ b[i]
+	}
+	return v == 0
+}
+
+func validate(req Request) error {
+	switch {
+	case req.Key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidRequest)
+	case len(req.Key) > MaxKeyBytes:
+		return fmt.Errorf("%w: key longer than %d bytes", ErrInvalidRequest, MaxKeyBytes)
+	case len(req.Scope) > MaxScopeBytes:
+		return fmt.Errorf("%w: scope longer than %d bytes", ErrInvalidRequest, MaxScopeBytes)
+	case len(req.Fingerprint) != FingerprintSize:
+		return fmt.Errorf("%w: fingerprint is %d bytes, want %d", ErrInvalidRequest, len(req.Fingerprint), FingerprintSize)
+	}
+	return nil
+}
+
+// Get returns the live record of (scope, key) with a consistent read, or
+// ErrNotFound when there is none (never claimed, released, or expired even
+// if DynamoDB has not deleted it yet).
+func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
+	return s.get(ctx, scope, key)
+}
+
+func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            keyOf(scope, key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, &StoreError{Op: "GetItem", Err: err}
+	}
+	if len(out.Item) == 0 {
+		return nil, ErrNotFound
+	}
+	rec, err := decodeRecord(out.Item)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Expires.Unix() < s.opts.Now().Unix() {
+		return nil, ErrNotFound
+	}
+	return rec, nil
+}
+
+// fenceCondition holds while the record is still in progress under the
+// claim's lock.
+const fenceCondition = "#lock = :lock AND #state = :in_progress"
+
+func fenceNames() map[string]string {
+	return map[string]string{"#lock": attrLock, "#state": attrState}
+}
+
+func fenceValues(c *Claim) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":lock":        attrS(c.Record.LockToken),
+		":in_progress": attrS(string(StateInProgress)),
+	}
+}
+
+// Complete stores resp as the claim's result: Commit without effects.
+func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record, error) {
+	return s.Commit(ctx, c, resp, nil)
+}
+
+// Commit completes the claim's record with resp and writes the staged
+// effects of tx (which may be nil or empty) atomically: one
+// TransactWriteItems with the key record first, or one PutItem when there
+// are no effects. The key record's write is fenced by the claim's lock
+// token, so a request whose key was reclaimed under it writes nothing and
+// gets ErrLockLost.
+//
+// Commit is safe to call again after an ambiguous failure: if an earlier
+// attempt was applied, it returns the stored record and writes nothing.
+// It returns the completed record as stored.
+//
+// Errors: ErrLockLost; errors of package txn for the staged effects
+// (*txn.ConditionFailedError, *txn.ConflictError, *txn.ValidationError,
+// txn.ErrTooManyActions, ...); *StoreError when DynamoDB could not be
+// reached, in which case the commit may or may not have been applied.
+func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
+	if c == nil || c.Outcome != Acquired || c.Record == nil {
+		return nil, fmt.Errorf("%w: commit of a claim that was not acquired", ErrInvalidRequest)
+	}
+	now := s.opts.Now()
+	done := *c.Record
+	done.State = StateCompleted
+	r := resp
+	done.Response = &r
+	done.Completed = now
+	done.Expires = now.Add(s.opts.Retention)
+	item := encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
+
+	effects := tx.Items()
+	var failed map[string]types.AttributeValue
+	if len(effects) == 0 {
+		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:                           &s.table,
+			Item:                                item,
+			ConditionExpression:                 aws.String(fenceCondition),
+			ExpressionAttributeNames:            fenceNames(),
+			ExpressionAttributeValues:           fenceValues(c),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return decodeRecord(item)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return nil, &StoreError{Op: "PutItem", Err: err}
+		}
+		failed = ccf.Item
+	} else {
+		fence := types.TransactWriteItem{Put: &types.Put{
+			TableName:                           &s.table,
+			Item:                                item,
+			ConditionExpression:                 aws.String(fenceCondition),
+			ExpressionAttributeNames:            fenceNames(),
+			ExpressionAttributeValues:           fenceValues(c),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}}
+		err := txn.Write(ctx, s.client, fence, effects, func(attempt int) string {
+			return CommitToken(c.Record, attempt)
+		}, func(o *txn.Options) { *o = s.opts.Txn })
+		if err == nil {
+			return decodeRecord(item)
+		}
+		var fe *txn.FenceError
+		if !errors.As(err, &fe) {
+			var canceled *txn.CanceledError
+			if errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
+				errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) {
+				return nil, err
+			}
+			return nil, &StoreError{Op: "TransactWriteItems", Err: err}
+		}
+		failed = fe.Item
+	}
+	return s.afterFenceFailed(ctx, c, failed)
+}
+
+// afterFenceFailed decides a fenced write whose condition failed: if the
+// record is completed under this claim's lock, an earlier attempt of the
+// same commit was applied and the commit stands; otherwise the lock is lost.
+func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]types.AttributeValue) (*Record, error) {
+	var cur *Record
+	var err error
+	if item != nil {
+		cur, err = decodeRecord(item)
+	} else {
+		cur, err = s.get(ctx, c.Record.Scope, c.Record.Key)
+	}
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, ErrLockLost
+	case err != nil:
+		return nil, err
+	case cur.State == StateCompleted && cur.LockToken == c.Record.LockToken:
+		return cur, nil
+	}
+	return nil, ErrLockLost
+}
+
+// Release deletes the claim's in-progress record so that a retry executes
+// again (after a 5xx, a panic, or a failed commit). The delete is fenced by
+// the lock token: a record completed, reclaimed or evicted since is left
+// alone and Release returns ErrLockLost.
+func (s *Store) Release(ctx context.Context, c *Claim) error {
+	if c == nil || c.Outcome != Acquired || c.Record == nil {
+		return fmt.Errorf("%w: release of a claim that was not acquired", ErrInvalidRequest)
+	}
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 &s.table,
+		Key:                       keyOf(c.Record.Scope, c.Record.Key),
+		ConditionExpression:       aws.String(fenceCondition),
+		ExpressionAttributeNames:  fenceNames(),
+		ExpressionAttributeValues: fenceValues(c),
+	})
+	if err == nil {
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ErrLockLost
+	}
+	return &StoreError{Op: "DeleteItem", Err: err}
+}
+
+// CommitToken returns the ClientRequestToken of a commit attempt of the
+// claim that wrote rec: derived from the claim's random lock token, so it
+// is the same for every SDK retry of one attempt and unique across claims.
+func CommitToken(rec *Record, attempt int) string {
+	h := sha256.New()
+	h.Write([]byte("idemkey/commit/v1\x00"))
+	h.Write([]byte(PartitionKeyFor(rec.Scope, rec.Key)))
+	h.Write([]byte{0})
+	h.Write([]byte(rec.LockToken))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(attempt)))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:36]
+}

@@ -1,0 +1,120 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// TableClient is the set of DynamoDB calls EnsureTable makes.
+type TableClient interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+var _ TableClient = (*dynamodb.Client)(nil)
+
+// ErrTableSchema reports an existing table that cannot hold key records:
+// its key schema is not a single String partition key named "pk", or TTL
+// is enabled on another attribute.
+var ErrTableSchema = errors.New("dynamostore: table schema does not fit key records")
+
+// EnsureTable makes table ready for key records and returns when it is:
+// it creates the table if missing (on-demand capacity, partition key "pk"
+// of type String), waits until it is ACTIVE (at most maxWait, default two
+// minutes when zero), and enables TTL on TTLAttribute unless it is already
+// enabled. It is idempotent and safe to call at every start, from several
+// processes at once. An existing table with another key schema, or with TTL
+// on another attribute, is an error matching ErrTableSchema.
+func EnsureTable(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
+	if maxWait <= 0 {
+		maxWait = 2 * time.Minute
+	}
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            &table,
+			BillingMode:          types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}},
+		})
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return &StoreError{Op: "CreateTable", Err: err}
+		}
+	case err != nil:
+		return &StoreError{Op: "DescribeTable", Err: err}
+	default:
+		if err := checkKeySchema(table, desc.Table); err != nil {
+			return err
+		}
+	}
+	if desc == nil || desc.Table == nil || desc.Table.TableStatus != types.TableStatusActive {
+		w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+			o.MinDelay = 200 * time.Millisecond
+			o.MaxDelay = 5 * time.Second
+		})
+		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, maxWait); err != nil {
+			return &StoreError{Op: "DescribeTable", Err: err}
+		}
+	}
+	return ensureTTL(ctx, client, table)
+}
+
+func checkKeySchema(table string, t *types.TableDescription) error {
+	if t == nil || len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != attrPK || t.KeySchema[0].KeyType != types.KeyTypeHash {
+		return fmt.Errorf("%w: table %q must have the single partition key %q", ErrTableSchema, table, attrPK)
+	}
+	for _, d := range t.AttributeDefinitions {
+		if aws.ToString(d.AttributeName) == attrPK && d.AttributeType != types.ScalarAttributeTypeS {
+			return fmt.Errorf("%w: table %q: %q must be a String", ErrTableSchema, table, attrPK)
+		}
+	}
+	return nil
+}
+
+func ensureTTL(ctx context.Context, client TableClient, table string) error {
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+	}
+	if d := out.TimeToLiveDescription; d != nil {
+		attr := aws.ToString(d.AttributeName)
+		switch d.TimeToLiveStatus {
+		case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
+			if attr == TTLAttribute {
+				return nil
+			}
+			return fmt.Errorf("%w: table %q has TTL on %q, want %q", ErrTableSchema, table, attr, TTLAttribute)
+		}
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: &table,
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(TTLAttribute),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+		// Another process enabled it between our describe and update.
+		again, derr := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+		if derr == nil && again.TimeToLiveDescription != nil && aws.ToString(again.TimeToLiveDescription.AttributeName) == TTLAttribute {
+			return nil
+		}
+	}
+	if err != nil {
+		return &StoreError{Op: "UpdateTimeToLive", Err: err}
+	}
+	return nil
+}

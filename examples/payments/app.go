@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/problem"
+	"github.com/idemkey/idemkey/txn"
+)
+
+// Payment is the resource this API creates.
+type Payment struct {
+	ID          string `json:"id"`
+	Amount      int64  `json:"amount"`
+	Currency    string `json:"currency"`
+	Description string `json:"description,omitempty"`
+}
+
+// config is the app's configuration.
+type config struct {
+	KeyTable, PaymentTable string
+	Retention, Lease       time.Duration
+	Latency                time.Duration
+}
+
+// PaymentsClient is what the app calls directly: reads only. Every write
+// goes through the staged transaction.
+type PaymentsClient interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+type app struct {
+	cfg    config
+	client PaymentsClient
+}
+
+// newHandler returns the payments API, guarded by idemkey.
+func newHandler(client interface {
+	dynamostore.Client
+	PaymentsClient
+}, cfg config) http.Handler {
+	a := &app{cfg: cfg, client: client}
+	store := dynamostore.New(client, cfg.KeyTable, func(o *dynamostore.Options) {
+		o.Retention = cfg.Retention
+		o.Lease = cfg.Lease
+	})
+	idem := handler.New(store, func(o *handler.Options) {
+		o.Scope = func(r *http.Request) (string, error) { return ownerFrom(r.Context()), nil }
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /payments", idem(http.HandlerFunc(a.create)))
+	mux.HandleFunc("GET /payments/{id}", a.get)
+	mux.HandleFunc("GET /payments", a.list)
+	return authenticate(mux)
+}
+
+type ownerKey struct{}
+
+func ownerFrom(ctx context.Context) string { s, _ := ctx.Value(ownerKey{}).(string); return s }
+
+// authenticate requires "Authorization: Bearer <token>". The token is the
+// caller's identity; the app keeps only a hash of it, as the owner of its
+// payments and as the idempotency scope.
+func authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		token = strings.TrimSpace(token)
+		if !ok || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="payments"`)
+			problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Unauthorized",
+				"Send Authorization: Bearer <token>."), 0)
+			return
+		}
+		sum := sha256.Sum256([]byte(token))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, hex.EncodeToString(sum[:16]))))
+	})
+}
+
+// create validates the body and stages the payment on the request's
+// transaction; idemkey commits it together with the key record.
+func (a *app) create(w http.ResponseWriter, r *http.Request) {
+	p, err := decodePayment(r)
+	if err != nil {
+		problem.Write(w, problem.New(http.StatusBadRequest, problem.InvalidBody, "Invalid payment", err.Error()), 0)
+		return
+	}
+	if a.cfg.Latency > 0 {
+		select {
+		case <-time.After(a.cfg.Latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	p.ID = "pay_" + strings.ToLower(rand.Text())
+	item := map[string]types.AttributeValue{
+		"owner":    &types.AttributeValueMemberS{Value: ownerFrom(r.Context())},
+		"id":       &types.AttributeValueMemberS{Value: p.ID},
+		"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
+		"currency": &types.AttributeValueMemberS{Value: p.Currency},
+	}
+	if p.Description != "" {
+		item["description"] = &types.AttributeValueMemberS{Value: p.Description}
+	}
+	tx, ok := txn.FromContext(r.Context())
+	if !ok {
+		http.Error(w, "payments must be created through idemkey", http.StatusInternalServerError)
+		return
+	}
+	tx.Put(types.Put{
+		TableName:           aws.String(a.cfg.PaymentTable),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	})
+	w.Header().Set("Location", "/payments/"+p.ID)
+	writeJSON(w, http.StatusCreated, p)
+}
+
+func decodePayment(r *http.Request) (Payment, error) {
+	var in struct {
+		Amount      json.RawMessage `json:"amount"`
+		Currency    *string         `json:"currency"`
+		Description *string         `json:"description"`
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return Payment{}, errors.New("the body must be a JSON object with amount, currency and an optional description: " + err.Error())
+	}
+	if dec.More() {
+		return Payment{}, errors.New("the body must hold exactly one JSON object")
+	}
+	var p Payment
+	if in.Amount == nil {
+		return p, errors.New("amount is required")
+	}
+	digits := string(in.Amount)
+	amount, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || amount <= 0 || strconv.FormatInt(amount, 10) != digits {
+		return p, errors.New("amount must be a positive integer in minor units")
+	}
+	p.Amount = amount
+	if in.Currency == nil || len(*in.Currency) != 3 || strings.ToUpper(*in.Currency) != *in.Currency ||
+		strings.IndexFunc(*in.Currency, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
+		return p, errors.New("currency must be three upper-case letters (ISO 4217)")
+	}
+	p.Currency = *in.Currency
+	if in.Description != nil {
+		if utf8.RuneCountInString(*in.Description) > 500 {
+			return p, errors.New("description must be at most 500 characters")
+		}
+		p.Description = *in.Description
+	}
+	return p, nil
+}
+
+func (a *app) get(w http.ResponseWriter, r *http.Request) {
+	out, err := a.client.GetItem(r.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(a.cfg.PaymentTable),
+		Key: map[string]types.AttributeValue{
+			"owner": &types.AttributeValueMemberS{Value: ownerFrom(r.Context())},
+			"id":    &types.AttributeValueMemberS{Value: r.PathValue("id")},
+		},
+	})
+	if err != nil {
+		problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "Payments cannot be read right now."), time.Second)
+		return
+	}
+	if out.Item == nil {
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Payment not found", "No payment with this id exists for this caller."), 0)
+		return
+	}
+	writeJSON(w, http.StatusOK, paymentOf(out.Item))
+}
+
+func (a *app) list(w http.ResponseWriter, r *http.Request) {
+	payments := []Payment{}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(a.cfg.PaymentTable),
+		KeyConditionExpression:    aws.String("#o = :o"),
+		ExpressionAttributeNames:  map[string]string{"#o": "owner"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: ownerFrom(r.Context())}},
+	}
+	for {
+		out, err := a.client.Query(r.Context(), in)
+		if err != nil {
+			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "Payments cannot be read right now."), time.Second)
+			return
+		}
+		for _, item := range out.Items {
+			payments = append(payments, paymentOf(item))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"payments": payments, "count": len(payments)})
+}
+
+func paymentOf(item map[string]types.AttributeValue) Payment {
+	var p Payment
+	if v, ok := item["id"].(*types.AttributeValueMemberS); ok {
+		p.ID = v.Value
+	}
+	if v, ok := item["amount"].(*types.AttributeValueMemberN); ok {
+		p.Amount, _ = strconv.ParseInt(v.Value, 10, 64)
+	}
+	if v, ok := item["currency"].(*types.AttributeValueMemberS); ok {
+		p.Currency = v.Value
+	}
+	if v, ok := item["description"].(*types.AttributeValueMemberS); ok {
+		p.Description = v.Value
+	}
+	return p
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ensureTables creates the key table and the payments table if missing.
+func ensureTables(ctx context.Context, client interface {
+	dynamostore.TableClient
+}, cfg config) error {
+	if err := dynamostore.EnsureTable(ctx, client, cfg.KeyTable, 0); err != nil {
+		return err
+	}
+	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.PaymentTable)})
+	var notFound *types.ResourceNotFoundException
+	if !errors.As(err, &notFound) {
+		return err
+	}
+	_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:   aws.String(cfg.PaymentTable),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String("owner"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("owner"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("id"), KeyType: types.KeyTypeRange},
+		},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return err
+	}
+	return dynamodb.NewTableExistsWaiter(client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(cfg.PaymentTable)}, 2*time.Minute)
+}

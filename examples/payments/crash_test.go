@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/localstack"
+)
+
+var urlLine = regexp.MustCompile(`http://[0-9.:]+`)
+
+// startProcess runs a built binary and returns the first URL it prints on
+// stdout.
+func startProcess(t *testing.T, env []string, bin string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := bufio.NewScanner(out)
+	found := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if u := urlLine.FindString(lines.Text()); u != "" {
+				found <- u
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case u := <-found:
+		return cmd, u
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s printed no URL", bin)
+		return nil, ""
+	}
+}
+
+func build(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, string(out))
+	return bin
+}
+
+// TestKilledBetweenClaimAndCommitExecutesOnceAfterLease kills the payments
+// server with SIGKILL while a payment is between its claim and its commit,
+// restarts it, and retries: the retry gets 409 while the dead claim's lease
+// runs, then executes exactly once.
+func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
+	dir := t.TempDir()
+	payments := build(t, dir, "github.com/idemkey/idemkey/examples/payments")
+	endpoint := os.Getenv(localstack.EndpointEnv)
+	if endpoint == "" {
+		emulator := build(t, dir, "github.com/idemkey/idemkey/localstack/cmd/emulator")
+		_, endpoint = startProcess(t, nil, emulator, "-addr", "127.0.0.1:0")
+	}
+	t.Setenv(localstack.EndpointEnv, endpoint)
+	ep, err := localstack.Start(context.Background())
+	require.NoError(t, err)
+	defer ep.Close()
+
+	keyTable, paymentTable := localstack.TableName("keys"), localstack.TableName("payments")
+	env := []string{localstack.EndpointEnv + "=" + endpoint}
+	const lease = 5 * time.Second
+	args := []string{"-addr", "127.0.0.1:0", "-lease", lease.String(), "-key-table", keyTable, "-payment-table", paymentTable}
+	server, url := startProcess(t, env, payments, append(args, "-latency", "1h")...)
+
+	post := func(url string) (int, http.Header) {
+		req, _ := http.NewRequest("POST", url+"/payments", strings.NewReader(`{"amount":700,"currency":"USD"}`))
+		req.Header.Set("Authorization", "Bearer alice")
+		req.Header.Set("Idempotency-Key", "crash-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	go post(url) // claims, then hangs in the handler
+
+	// Wait until the claim is in the table, without touching the key.
+	sum := sha256.Sum256([]byte("alice"))
+	pk := dynamostore.PartitionKeyFor(hex.EncodeToString(sum[:16]), "crash-1")
+	var lockExp time.Time
+	require.Eventually(t, func() bool {
+		out, err := ep.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &keyTable,
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		if err != nil || out.Item == nil {
+			return false
+		}
+		ms, _ := strconv.ParseInt(out.Item["lock_exp"].(*types.AttributeValueMemberN).Value, 10, 64)
+		lockExp = time.UnixMilli(ms)
+		return true
+	}, 30*time.Second, 20*time.Millisecond)
+	claimed := time.Now()
+
+	require.NoError(t, server.Process.Signal(syscall.SIGKILL))
+	_ = server.Wait()
+
+	_, url = startProcess(t, env, payments, args...)
+	status, hdr := post(url)
+	require.True(t, time.Since(claimed) < lease, "the restart took longer than the lease; the test cannot check the 409")
+	assert.Equal(t, http.StatusConflict, status, "before the lease ends the dead claim still holds the key")
+	assert.NotEmpty(t, hdr.Get("Retry-After"))
+
+	var final int
+	require.Eventually(t, func() bool {
+		final, hdr = post(url)
+		return final != http.StatusConflict
+	}, 3*lease, 100*time.Millisecond)
+	assert.Equal(t, http.StatusCreated, final, "after the lease the retry executes")
+	assert.Empty(t, hdr.Get("Idempotent-Replayed"))
+	assert.False(t, time.Now().Before(lockExp), "not reclaimed before the dead claim's lock expired")
+
+	status, hdr = post(url)
+	assert.Equal(t, http.StatusCreated, status)
+	assert.Equal(t, "true", hdr.Get("Idempotent-Replayed"))
+
+	out, err := ep.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: &paymentTable, ConsistentRead: aws.Bool(true)})
+	require.NoError(t, err)
+	assert.Len(t, out.Items, 1, "exactly one payment")
+}

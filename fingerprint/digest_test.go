@@ -1,0 +1,255 @@
+package fingerprint_test
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/idemkey/idemkey/fingerprint"
+)
+
+// field is the length-prefixed encoding of the documented digest layout.
+func field(s string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(len(s))), s...)
+}
+
+// layoutDigest builds a request digest from the layout documented on
+// Request.Digest, independently of the implementation.
+func layoutDigest(method, path string, queryTag byte, query string, bodyTag byte, body string) fingerprint.Digest {
+	var b []byte
+	b = append(b, field("idemkey/fingerprint/v1/request")...)
+	b = append(b, field(method)...)
+	b = append(b, field(path)...)
+	b = append(append(b, queryTag), field(query)...)
+	b = append(append(b, bodyTag), field(body)...)
+	return sha256.Sum256(b)
+}
+
+func TestRequestDigestFollowsDocumentedLayout(t *testing.T) {
+	for _, c := range []struct {
+		req  fingerprint.Request
+		want fingerprint.Digest
+	}{
+		{
+			fingerprint.Request{Method: "POST", Path: "/orders", Query: "b=2&a=1", Body: []byte(`{"y":1, "x":[1.0]}`)},
+			layoutDigest("POST", "/orders", 'f', "a=1&b=2", 'j', `{"x":[1],"y":1}`),
+		},
+		{
+			fingerprint.Request{Method: "PUT", Path: "/p", Query: "a=%zz", Body: []byte(`{"x":`)},
+			layoutDigest("PUT", "/p", 'r', "a=%zz", 'r', `{"x":`),
+		},
+		{
+			fingerprint.Request{Method: "POST"},
+			layoutDigest("POST", "", 'f', "", 'r', ""),
+		},
+	} {
+		if got := c.req.Digest(); got != c.want {
+			t.Errorf("%+v: Digest = %s, want %s", c.req, got, c.want)
+		}
+	}
+}
+
+// The encoding is part of what idemkey stores: a change to it must be a
+// deliberate new version, not an accident.
+func TestRequestDigestIsStableAcrossReleases(t *testing.T) {
+	req := fingerprint.Request{Method: "POST", Path: "/v1/payments", Query: "currency=EUR", Body: []byte(`{"amount":100,"to":"acct_1"}`)}
+	const want = "042f2b369745a284d17bd4557f779853e0f2fb5df700caad279289ba9b956a15"
+	if got := req.Digest().String(); got != want {
+		t.Errorf("Digest = %s, want %s", got, want)
+	}
+}
+
+func TestJSONDigestIsStableAcrossReleases(t *testing.T) {
+	d, err := fingerprint.JSON([]byte(`{"detail":{"id":"42"},"source":"aws.events"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "4fc099e51a1355b47afcf0d1b62b09cd8f370b59d24f5fa4bc95a3b7ffa0fd72"
+	if got := d.String(); got != want {
+		t.Errorf("JSON digest = %s, want %s", got, want)
+	}
+}
+
+func TestRequestDigestSeparatesFields(t *testing.T) {
+	pairs := [][2]fingerprint.Request{
+		{{Method: "PO", Path: "ST/x"}, {Method: "POST", Path: "/x"}},
+		{{Method: "POST", Path: "/a?b=1"}, {Method: "POST", Path: "/a", Query: "b=1"}},
+		{{Method: "POST", Path: "/a", Query: "b"}, {Method: "POST", Path: "/ab"}},
+		{{Method: "POST", Query: "a=1", Body: []byte("x")}, {Method: "POST", Query: "a=1x"}},
+		{{Method: "POST", Path: "/x", Body: []byte("1")}, {Method: "POST", Path: "/x1"}},
+		{{Method: "POST"}, {Method: "post"}},
+		{{Method: "POST", Path: "/x"}, {Method: "POST", Path: "/X"}},
+		{{Method: "POST", Path: "/x", Body: []byte("")}, {Method: "POST", Path: "/x", Body: []byte(`""`)}},
+	}
+	for _, p := range pairs {
+		if p[0].Digest() == p[1].Digest() {
+			t.Errorf("equal digests for %+v and %+v", p[0], p[1])
+		}
+	}
+}
+
+// A body that is JSON is hashed with the JSON tag, so it can never collide
+// with a raw body that has the same bytes as its canonical form.
+func TestRequestDigestTagsJSONAndRawBodiesApart(t *testing.T) {
+	canonical := `{"a":1}`
+	got := fingerprint.Request{Method: "POST", Body: []byte(canonical)}.Digest()
+	if got != layoutDigest("POST", "", 'f', "", 'j', canonical) {
+		t.Error("JSON body not hashed under the JSON tag")
+	}
+	if got == layoutDigest("POST", "", 'f', "", 'r', canonical) {
+		t.Error("JSON body hashed like a raw body")
+	}
+}
+
+func TestRequestDigestHashesNonJSONBodiesRaw(t *testing.T) {
+	for _, body := range []string{
+		"", `{"a":1`, `{"a":1,"a":2}`, "hello world", "\x00\x01\xff\xfe", "  ", "\"\xff\"",
+		strings.Repeat("[", fingerprint.MaxDepth+1) + strings.Repeat("]", fingerprint.MaxDepth+1),
+	} {
+		got := fingerprint.Request{Method: "POST", Body: []byte(body)}.Digest()
+		if want := layoutDigest("POST", "", 'f', "", 'r', body); got != want {
+			t.Errorf("body %.20q: Digest = %s, want the raw digest %s", body, got, want)
+		}
+	}
+}
+
+func TestRequestDigestComparesJSONBodiesByMeaning(t *testing.T) {
+	same := []string{
+		`{"amount":100,"currency":"EUR","items":[{"sku":"a","qty":1}]}`,
+		`{ "items" : [ { "qty" : 1.0, "sku" : "\u0061" } ], "currency" : "EUR", "amount" : 1e2 }`,
+		"{\n\t\"currency\": \"\\u0045UR\",\n\t\"amount\": 100,\n\t\"items\": [{\"qty\": 10e-1, \"sku\": \"a\"}]\n}\n",
+	}
+	want := fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(same[0])}.Digest()
+	for _, body := range same[1:] {
+		if got := (fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(body)}).Digest(); got != want {
+			t.Errorf("body %q: digest differs from %q", body, same[0])
+		}
+	}
+	for _, body := range []string{
+		`{"amount":101,"currency":"EUR","items":[{"sku":"a","qty":1}]}`,
+		`{"amount":100,"currency":"EUR","items":[{"sku":"a","qty":1}],"x":null}`,
+		`{"amount":"100","currency":"EUR","items":[{"sku":"a","qty":1}]}`,
+		`{"amount":100,"currency":"eur","items":[{"sku":"a","qty":1}]}`,
+		`{"amount":100,"currency":"EUR","items":[{"qty":1,"sku":"a"},{"qty":1,"sku":"a"}]}`,
+	} {
+		if got := (fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(body)}).Digest(); got == want {
+			t.Errorf("body %q: digest equals that of %q", body, same[0])
+		}
+	}
+}
+
+func TestRequestDigestDistinguishesNumbersDoublesConflate(t *testing.T) {
+	a := fingerprint.Request{Method: "POST", Body: []byte(`{"id":9007199254740993}`)}.Digest()
+	b := fingerprint.Request{Method: "POST", Body: []byte(`{"id":9007199254740992}`)}.Digest()
+	if a == b {
+		t.Error("9007199254740993 and 9007199254740992 give the same digest")
+	}
+}
+
+func TestRequestDigestTreatsNumericEquivalentsAsEqual(t *testing.T) {
+	var first fingerprint.Digest
+	for i, n := range []string{"1", "1.0", "1e0", "10e-1", "0.1e1", "1.000E+0"} {
+		d := fingerprint.Request{Method: "POST", Body: []byte(`{"n":` + n + `}`)}.Digest()
+		if i == 0 {
+			first = d
+		} else if d != first {
+			t.Errorf("%s: digest differs from that of 1", n)
+		}
+	}
+}
+
+func TestRequestDigestComparesQueryParameters(t *testing.T) {
+	digest := func(q string) fingerprint.Digest {
+		return fingerprint.Request{Method: "GET", Path: "/", Query: q}.Digest()
+	}
+	for _, eq := range [][2]string{
+		{"a=1&b=2", "b=2&a=1"},
+		{"a=1&b=2&a=3", "b=2&a=1&a=3"},
+		{"a=%41", "a=A"},
+		{"q=a+b", "q=a%20b"},
+		{"a", "a="},
+		{"", "&"},
+	} {
+		if digest(eq[0]) != digest(eq[1]) {
+			t.Errorf("queries %q and %q differ", eq[0], eq[1])
+		}
+	}
+	for _, ne := range [][2]string{
+		{"a=1&a=2", "a=2&a=1"}, // repeated values keep their order
+		{"a=1", "a=2"},
+		{"a=1", "A=1"},
+		{"a=1", ""},
+		{"a=%zz&b=1", "b=1&a=%zz"}, // unparseable: compared raw
+		{"a=1;b=2", "a=1&b=2"},
+		{"a=%zz", "a=%25zz"},
+	} {
+		if digest(ne[0]) == digest(ne[1]) {
+			t.Errorf("queries %q and %q are equal", ne[0], ne[1])
+		}
+	}
+}
+
+func TestRequestDigestTreatsNilAndEmptyBodyAlike(t *testing.T) {
+	a := fingerprint.Request{Method: "POST", Path: "/x"}.Digest()
+	b := fingerprint.Request{Method: "POST", Path: "/x", Body: []byte{}}.Digest()
+	if a != b {
+		t.Error("nil and empty bodies differ")
+	}
+}
+
+func TestJSONDigestUsesItsOwnDomain(t *testing.T) {
+	body := []byte(`{"a":1}`)
+	d, err := fingerprint.JSON(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(append(field("idemkey/fingerprint/v1/json"), field(`{"a":1}`)...))
+	if d != want {
+		t.Errorf("JSON = %s, want %s", d, hex.EncodeToString(want[:]))
+	}
+	if d == (fingerprint.Request{Body: body}).Digest() {
+		t.Error("JSON digest equals a request digest")
+	}
+}
+
+func TestJSONDigestRejectsInvalidJSON(t *testing.T) {
+	d, err := fingerprint.JSON([]byte(`{"a":1,"a":2}`))
+	if !errors.Is(err, fingerprint.ErrDuplicateName) {
+		t.Errorf("error = %v, want ErrDuplicateName", err)
+	}
+	if d != (fingerprint.Digest{}) {
+		t.Errorf("digest = %s, want zero on error", d)
+	}
+}
+
+func TestDigestStringIsLowercaseHex(t *testing.T) {
+	d := fingerprint.Request{Method: "POST"}.Digest()
+	s := d.String()
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(s) {
+		t.Errorf("String = %q", s)
+	}
+	if b, err := hex.DecodeString(s); err != nil || string(b) != string(d[:]) {
+		t.Errorf("String %q does not decode to the digest", s)
+	}
+}
+
+func TestEqualComparesBytes(t *testing.T) {
+	a := fingerprint.Request{Method: "POST", Body: []byte("x")}.Digest()
+	b := fingerprint.Request{Method: "POST", Body: []byte("y")}.Digest()
+	switch {
+	case !fingerprint.Equal(a[:], a[:]):
+		t.Error("digest not equal to itself")
+	case fingerprint.Equal(a[:], b[:]):
+		t.Error("different digests are equal")
+	case fingerprint.Equal(a[:], a[:31]):
+		t.Error("digest equal to its prefix")
+	case !fingerprint.Equal([]byte(a.String()), []byte(a.String())):
+		t.Error("hex form not equal to itself")
+	case !fingerprint.Equal(nil, []byte{}):
+		t.Error("nil and empty differ")
+	}
+}

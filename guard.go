@@ -1,0 +1,211 @@
+package idemkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/txn"
+)
+
+// Request identifies one guarded request: its scope and key, what it is
+// for, and its fingerprint. See dynamostore.Request.
+type Request = dynamostore.Request
+
+// Response is a response as stored and replayed. See dynamostore.Response.
+type Response = dynamostore.Response
+
+// Func executes a guarded request. Its context carries a *txn.Tx
+// (txn.FromContext) on which it stages its DynamoDB writes; they are
+// committed with the key record after it returns. A Func must not write to
+// DynamoDB directly what it wants protected.
+type Func func(ctx context.Context) (Response, error)
+
+// Options configure a Guard. The zero value of each field selects its
+// default.
+type Options struct {
+	// ShouldStore reports whether a response is final and stored for
+	// replay (default: status below 500). A response that is not stored
+	// releases the key, so a retry executes again; its staged effects are
+	// discarded.
+	ShouldStore func(Response) bool
+	// RetryAfter is suggested to a request that finds its key in flight or
+	// the store unavailable (default 1s).
+	RetryAfter time.Duration
+	// WriteTimeout bounds the commit and the release, which run detached
+	// from the request's context: a client that hangs up after the function
+	// ran must not leave its effects uncommitted (default 10s).
+	WriteTimeout time.Duration
+}
+
+// Guard runs the protocol over a Store. It is safe for concurrent use.
+type Guard struct {
+	store *dynamostore.Store
+	opts  Options
+}
+
+// New returns a Guard over store. It panics if store is nil.
+func New(store *dynamostore.Store, optFns ...func(*Options)) *Guard {
+	if store == nil {
+		panic("idemkey: New needs a store")
+	}
+	g := &Guard{store: store}
+	for _, fn := range optFns {
+		fn(&g.opts)
+	}
+	if g.opts.ShouldStore == nil {
+		g.opts.ShouldStore = func(r Response) bool { return r.Status < 500 }
+	}
+	if g.opts.RetryAfter <= 0 {
+		g.opts.RetryAfter = time.Second
+	}
+	if g.opts.WriteTimeout <= 0 {
+		g.opts.WriteTimeout = 10 * time.Second
+	}
+	return g
+}
+
+// Store returns the guard's store.
+func (g *Guard) Store() *dynamostore.Store { return g.store }
+
+// Result is the answer to a guarded request.
+type Result struct {
+	// Response answers the request: the function's own response when it
+	// executed, the stored one when replayed.
+	Response Response
+	// Replayed is true when the response comes from an earlier execution.
+	Replayed bool
+	// Stored is true when the response is (now) stored for replay; false
+	// when the function executed and its key was released.
+	Stored bool
+}
+
+// Do runs the protocol for req: it claims the key and either answers from
+// the stored record or executes fn and commits its response with the
+// effects fn staged.
+//
+// Errors: an *InFlightError (ErrInFlight), ErrMismatch, an
+// *UnavailableError (ErrUnavailable) when DynamoDB cannot be reached or the
+// commit's outcome cannot be established, ErrLockLost when the key was
+// reclaimed while fn ran (nothing was committed), errors of package txn
+// when a staged effect's condition failed (nothing was committed; the key
+// was released), dynamostore.ErrInvalidRequest, dynamostore.ErrCorruptRecord,
+// or the error fn returned (the key was released). A panic in fn releases
+// the key and is re-raised.
+func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
+	claim, err := g.store.Claim(ctx, req)
+	if err != nil {
+		return nil, g.storeErr(err)
+	}
+	switch claim.Outcome {
+	case dynamostore.Replay:
+		return &Result{Response: *claim.Record.Response, Replayed: true, Stored: true}, nil
+	case dynamostore.InFlight:
+		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}
+	case dynamostore.Mismatch:
+		return nil, ErrMismatch
+	}
+
+	tx := txn.New()
+	resp, err := g.run(ctx, claim, tx, fn)
+	if err != nil {
+		g.release(ctx, claim)
+		return nil, err
+	}
+	if !g.opts.ShouldStore(resp) {
+		g.release(ctx, claim)
+		return &Result{Response: resp}, nil
+	}
+
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
+	defer cancel()
+	_, err = g.store.Commit(wctx, claim, resp, tx)
+	switch {
+	case err == nil:
+		return &Result{Response: resp, Stored: true}, nil
+	case errors.Is(err, dynamostore.ErrLockLost):
+		return nil, ErrLockLost
+	}
+	var se *dynamostore.StoreError
+	if errors.As(err, &se) {
+		// The commit may have been applied before the failure: look.
+		rec, gerr := g.store.Get(wctx, req.Scope, req.Key)
+		if gerr == nil && rec.State == dynamostore.StateCompleted && rec.LockToken == claim.Record.LockToken {
+			return &Result{Response: resp, Stored: true}, nil
+		}
+		if gerr != nil && !errors.Is(gerr, dynamostore.ErrNotFound) {
+			// Cannot tell; the lock expires after its lease.
+			return nil, &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
+		}
+		g.release(ctx, claim)
+		return nil, &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
+	}
+	g.release(ctx, claim)
+	return nil, err
+}
+
+// run calls fn with the staging Tx in its context, converting a panic into
+// a release followed by the same panic.
+func (g *Guard) run(ctx context.Context, claim *dynamostore.Claim, tx *txn.Tx, fn Func) (resp Response, err error) {
+	panicked := true
+	defer func() {
+		if panicked {
+			p := recover()
+			g.release(ctx, claim)
+			if p != nil { // nil: runtime.Goexit, which goes on unwinding
+				panic(p)
+			}
+		}
+	}()
+	resp, err = fn(txn.NewContext(ctx, tx))
+	panicked = false
+	return resp, err
+}
+
+// release frees the key for a retry. Its failure is not reported: the
+// lock then expires after its lease.
+func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
+	defer cancel()
+	_ = g.store.Release(wctx, claim)
+}
+
+func (g *Guard) storeErr(err error) error {
+	var se *dynamostore.StoreError
+	if errors.As(err, &se) || errors.Is(err, dynamostore.ErrClaimContention) {
+		return &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
+	}
+	return err
+}
+
+var (
+	// ErrInFlight: another request holds the key. Retry after a delay.
+	ErrInFlight = errors.New("idemkey: request with this key is in flight")
+	// ErrMismatch: the key was already used for a different request.
+	ErrMismatch = errors.New("idemkey: key reused with a different request")
+	// ErrUnavailable: the key store cannot be reached; nothing was executed
+	// (or the execution's commit could not be confirmed and was undone).
+	ErrUnavailable = errors.New("idemkey: key store unavailable")
+	// ErrLockLost: the key's lease ran out while the function ran and
+	// another request reclaimed it; this execution's response and effects
+	// were not committed.
+	ErrLockLost = dynamostore.ErrLockLost
+)
+
+// InFlightError is the error for a key held by another request.
+type InFlightError struct{ RetryAfter time.Duration }
+
+func (e *InFlightError) Error() string   { return ErrInFlight.Error() }
+func (e *InFlightError) Is(t error) bool { return t == ErrInFlight }
+
+// UnavailableError is the error for an unreachable key store.
+type UnavailableError struct {
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *UnavailableError) Error() string   { return fmt.Sprintf("%v: %v", ErrUnavailable, e.Err) }
+func (e *UnavailableError) Is(t error) bool { return t == ErrUnavailable }
+func (e *UnavailableError) Unwrap() error   { return e.Err }

@@ -1,0 +1,167 @@
+package localstack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/truora/minidyn/server"
+)
+
+// maxRequestBody bounds the request bodies the front reads. DynamoDB's own
+// limits are lower (16 MB for BatchWriteItem).
+const maxRequestBody = 32 << 20
+
+// NewHandler returns the embedded emulator as an http.Handler: a new, empty
+// minidyn server (github.com/truora/minidyn/server) behind the front that
+// closes minidyn's gaps. Every call returns an independent emulator with no
+// tables. The handler speaks the DynamoDB JSON 1.0 protocol on POST requests
+// and dispatches on the X-Amz-Target header; serve it over HTTP and point an
+// SDK client's BaseEndpoint at it. Of optFns only the Disable fields and Now
+// are used.
+//
+// The front serialises all requests with one mutex, so that a write and the
+// read it may add afterwards are atomic with respect to other clients.
+// Without this, minidyn itself would race: it runs CreateTable, UpdateTable,
+// DeleteTable and DescribeTable without its lock.
+//
+// What the front adds to minidyn, each switchable off in Options:
+//
+//   - UpdateTimeToLive and DescribeTimeToLive are answered by the front. It
+//     records each table's TTL attribute and status with the API's
+//     validation, but never deletes expired items (see the package doc).
+//     Changes take effect at once: the ENABLING and DISABLING states and
+//     DynamoDB's limit of one change per table per hour are not modelled.
+//   - ListTables is answered by the front from the tables created and deleted
+//     through this handler, sorted by name, with Limit (1 to 100, default
+//     100), ExclusiveStartTableName and LastEvaluatedTableName.
+//   - A ConditionalCheckFailedException from PutItem, UpdateItem or
+//     DeleteItem carries the item's current attributes as Item when the
+//     request asked for ReturnValuesOnConditionCheckFailure ALL_OLD and the
+//     item exists, as on DynamoDB. Likewise each ConditionalCheckFailed
+//     cancellation reason of TransactWriteItems whose action asked for
+//     ALL_OLD.
+//   - TransactWriteItems honours ClientRequestToken: a repeat of a
+//     successful call with the same token and the same parameters (compared
+//     as JSON, ignoring member order) within ClientRequestTokenWindow of its
+//     completion succeeds without being applied again; the same token with
+//     different parameters fails with IdempotentParameterMismatchException.
+//     A token whose call failed is not remembered. Tokens must be 1 to 36
+//     characters long.
+//   - Scan and Query responses carry ScannedCount, and Select COUNT returns
+//     no Items.
+//   - PutItem returns Attributes only when ReturnValues is ALL_OLD, and then
+//     the item as it was before the put (minidyn always returns the new
+//     item).
+//   - Table descriptions from CreateTable and DescribeTable carry TableStatus
+//     ACTIVE, and from DeleteTable DELETING, so the SDK's table waiters work.
+//
+// Requests for operations neither the front nor minidyn implement fail with
+// an UnknownOperationException in the DynamoDB JSON error shape (minidyn
+// itself answers them with a plain-text body that the SDK cannot decode).
+// All other requests and responses pass through unchanged.
+func NewHandler(optFns ...func(*Options)) http.Handler {
+	return newFront(server.NewServer(), resolveOptions(optFns))
+}
+
+// front is the http.Handler in front of minidyn. All fields below mu are
+// guarded by it.
+type front struct {
+	inner http.Handler
+	opts  Options
+
+	mu     sync.Mutex
+	tables map[string]struct{}   // tables that exist, for ListTables
+	ttl    map[string]ttlSetting // TTL settings by table
+	keys   map[string][]string   // key attribute names by table
+	tokens tokenStore
+}
+
+func newFront(inner http.Handler, opts Options) *front {
+	return &front{
+		inner:  inner,
+		opts:   opts,
+		tables: map[string]struct{}{},
+		ttl:    map[string]ttlSetting{},
+		keys:   map[string][]string{},
+		tokens: tokenStore{records: map[string]tokenRecord{}},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		// minidyn answers 405; it keeps no state for this.
+		f.inner.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err != nil {
+		errorResponse(http.StatusBadRequest, codeSerialization, "localstack: reading request body: "+err.Error()).writeTo(w)
+		return
+	}
+	target := r.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndexByte(target, '.')+1:]
+
+	f.mu.Lock()
+	resp := f.serve(r.Context(), op, r.Header, body)
+	f.mu.Unlock()
+	resp.writeTo(w)
+}
+
+// serve answers one request. The caller holds f.mu.
+func (f *front) serve(ctx context.Context, op string, header http.Header, body []byte) *response {
+	switch op {
+	case "UpdateTimeToLive":
+		if !f.opts.DisableTimeToLive {
+			return f.updateTimeToLive(ctx, body)
+		}
+	case "DescribeTimeToLive":
+		if !f.opts.DisableTimeToLive {
+			return f.describeTimeToLive(ctx, body)
+		}
+	case "ListTables":
+		if !f.opts.DisableListTables {
+			return f.listTables(body)
+		}
+	case "TransactWriteItems":
+		return f.transactWriteItems(ctx, header, body)
+	}
+
+	var put *putReturn
+	if op == "PutItem" && !f.opts.DisablePutReturnValues {
+		put = f.beforePut(ctx, body)
+	}
+	resp := call(ctx, f.inner, op, header, body)
+	var err error
+	switch op {
+	case "CreateTable", "DeleteTable", "DescribeTable":
+		err = f.afterTableOperation(op, body, resp)
+	case "PutItem", "UpdateItem", "DeleteItem":
+		err = f.afterItemWrite(ctx, body, resp)
+		if err == nil && put != nil && resp.ok() {
+			err = put.amend(resp)
+		}
+	case "Scan", "Query":
+		f.afterSearch(ctx, op, body, resp)
+	}
+	if err != nil {
+		return errorResponse(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("localstack: amending the %s response: %v", op, err))
+	}
+	if unsupported(resp) {
+		return errorResponse(http.StatusBadRequest, codeUnknownOperation,
+			fmt.Sprintf("localstack: the embedded emulator does not support operation %q", op))
+	}
+	return resp
+}
+
+// unsupported reports whether resp is minidyn's plain-text answer to an
+// operation it does not know.
+func unsupported(resp *response) bool {
+	return resp.status == http.StatusBadRequest &&
+		strings.HasPrefix(resp.header.Get("Content-Type"), "text/plain") &&
+		strings.TrimSpace(resp.body.String()) == "unsupported operation"
+}

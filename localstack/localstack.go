@@ -1,0 +1,293 @@
+package localstack
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// EndpointEnv is the variable that selects an external endpoint. It is the
+// AWS SDK's own service-specific endpoint variable, so it also steers
+// DynamoDB clients that the code under test builds itself with
+// config.LoadDefaultConfig.
+const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
+
+// DefaultRegion is the region used when neither Options.Region, AWS_REGION
+// nor (for external endpoints) the shared configuration names one.
+const DefaultRegion = "us-east-1"
+
+// Local credentials are the static credentials used for the embedded
+// emulator, and for a loopback external endpoint when no credentials are
+// configured. Emulators accept any credentials.
+const (
+	LocalAccessKeyID     = "local"
+	LocalSecretAccessKey = "local"
+)
+
+// shutdownTimeout bounds how long Close waits for in-flight requests.
+const shutdownTimeout = time.Second
+
+// Endpoint is a DynamoDB endpoint and a client configured for it.
+type Endpoint struct {
+	// Client is a DynamoDB client for URL, built from Config.
+	Client *dynamodb.Client
+	// URL is the endpoint's base URL, such as "http://127.0.0.1:41234".
+	URL string
+	// Embedded is true when the endpoint is the emulator served by this
+	// process, false when it is the external endpoint named by EndpointEnv.
+	Embedded bool
+
+	cfg aws.Config
+
+	server    *http.Server  // nil for external endpoints
+	served    chan struct{} // closed when server.Serve has returned
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start returns a DynamoDB endpoint and a client for it.
+//
+// When EndpointEnv is set, Options.Embedded is not, and no Disable field of
+// Options is set, the endpoint is the URL in EndpointEnv (DynamoDB Local,
+// LocalStack or real AWS) and the configuration comes from
+// config.LoadDefaultConfig, with the region defaulting to DefaultRegion
+// when none is configured. When that URL's host is loopback ("localhost",
+// 127.0.0.0/8 or ::1) and the default credential chain yields no
+// credentials (the EC2 instance metadata service is not consulted for
+// loopback endpoints), the static LocalAccessKeyID and LocalSecretAccessKey
+// are used instead, so that a local emulator works without any AWS setup.
+// Start checks only that the URL is an absolute http or https URL; it does
+// not contact the endpoint.
+//
+// Otherwise Start serves a new embedded emulator (see NewHandler) on
+// Options.Addr, 127.0.0.1 on a random port by default, with static local
+// credentials and the region from Options.Region, AWS_REGION or
+// DefaultRegion. Shared AWS configuration files and EndpointEnv are not
+// read for it.
+//
+// In both cases the SDK's retry settings are left at their defaults. The
+// caller must call Close when done.
+func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
+	o := resolveOptions(optFns)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded && !o.disablesAny() {
+		return startExternal(ctx, raw, o)
+	}
+	return startEmbedded(o)
+}
+
+func startEmbedded(o Options) (*Endpoint, error) {
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("localstack: listening for the embedded emulator: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           NewHandler(func(p *Options) { *p = o }),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	e := &Endpoint{
+		URL:      "http://" + ln.Addr().String(),
+		Embedded: true,
+		server:   srv,
+		served:   make(chan struct{}),
+	}
+	go func() {
+		defer close(e.served)
+		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+
+	region := o.Region
+	if region == "" {
+		region = os.Getenv("AWS_REGION")
+	}
+	if region == "" {
+		region = DefaultRegion
+	}
+	e.cfg = aws.Config{
+		Region:       region,
+		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, ""),
+		BaseEndpoint: aws.String(e.URL),
+	}
+	if o.HTTPClient != nil {
+		e.cfg.HTTPClient = o.HTTPClient
+	}
+	e.Client = e.NewClient()
+	return e, nil
+}
+
+func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("localstack: %s=%q is not an absolute http or https URL", EndpointEnv, raw)
+	}
+	loopback := isLoopback(u.Hostname())
+
+	var loadOpts []func(*config.LoadOptions) error
+	if o.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(o.Region))
+	}
+	if o.HTTPClient != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	}
+	if loopback {
+		// Instance metadata cannot matter to a local emulator, and probing
+		// for it off-host only slows the credential check down.
+		loadOpts = append(loadOpts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("localstack: loading AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	if loopback && !hasCredentials(ctx, cfg) {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, "")
+	}
+	cfg.BaseEndpoint = aws.String(raw)
+
+	e := &Endpoint{URL: raw, cfg: cfg}
+	e.Client = e.NewClient()
+	return e, nil
+}
+
+// hasCredentials reports whether cfg's credential provider yields
+// credentials.
+func hasCredentials(ctx context.Context, cfg aws.Config) bool {
+	if cfg.Credentials == nil {
+		return false
+	}
+	creds, err := cfg.Credentials.Retrieve(ctx)
+	return err == nil && creds.HasKeys()
+}
+
+// isLoopback reports whether host names this machine's loopback interface.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Close stops the embedded emulator: it stops accepting connections, waits
+// up to a second for requests in flight, then closes the remaining
+// connections. Its tables are lost. For an external endpoint Close does
+// nothing. Close is safe to call more than once and from several goroutines;
+// every call returns the result of the first.
+func (e *Endpoint) Close() error {
+	e.closeOnce.Do(func() {
+		if e.server == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := e.server.Shutdown(ctx); err != nil {
+			// net/http counts a connection that never sent a request as
+			// active for 5 seconds (the SDK's transport opens such spares
+			// under load): close what is left instead of failing.
+			e.closeErr = e.server.Close()
+		}
+		<-e.served
+	})
+	return e.closeErr
+}
+
+// NewClient returns a new DynamoDB client for the endpoint, built from
+// Config with BaseEndpoint set to URL, and then optFns applied (for example
+// to add middleware to APIOptions or to change the retryer).
+func (e *Endpoint) NewClient(optFns ...func(*dynamodb.Options)) *dynamodb.Client {
+	pin := func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(e.URL) }
+	return dynamodb.NewFromConfig(e.cfg, append([]func(*dynamodb.Options){pin}, optFns...)...)
+}
+
+// Config returns a copy of the aws.Config the endpoint's clients are built
+// from. Its BaseEndpoint is URL, so it is meant for DynamoDB clients only:
+// dynamodb.NewFromConfig(e.Config()) reaches the same endpoint as Client.
+func (e *Endpoint) Config() aws.Config {
+	return e.cfg.Copy()
+}
+
+// ForTest starts an endpoint for the test or benchmark tb as Start does,
+// and closes it with tb.Cleanup. It fails tb with Fatal when Start fails,
+// and logs which endpoint it uses.
+//
+// Tables created on an external endpoint outlive the test; tests should
+// name them with TableName and delete them.
+func ForTest(tb testing.TB, optFns ...func(*Options)) *Endpoint {
+	tb.Helper()
+	e, err := Start(tb.Context(), optFns...)
+	if err != nil {
+		tb.Fatalf("localstack: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			tb.Errorf("localstack: closing the endpoint: %v", err)
+		}
+	})
+	kind := "external"
+	if e.Embedded {
+		kind = "embedded"
+	}
+	tb.Logf("localstack: using the %s DynamoDB endpoint %s", kind, e.URL)
+	return e
+}
+
+// TablePrefix begins every name TableName returns.
+const TablePrefix = "idemkey-test-"
+
+var (
+	processTag   = newProcessTag()
+	tableCounter atomic.Uint64
+)
+
+func newProcessTag() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // never fails
+	return hex.EncodeToString(b)
+}
+
+// TableName returns a DynamoDB table name that no other call in this
+// process returns and that other processes are very unlikely to return:
+// "idemkey-test-<prefix>-<8 random hex digits chosen once per process>-<a
+// per-process counter>", for example "idemkey-test-ledger-3f9a1c2e-7". It
+// is safe to use for tables on a shared external endpoint. Characters that
+// DynamoDB does not allow in table names (anything but letters, digits,
+// '_', '-' and '.') are replaced by '-' in prefix, an empty prefix is
+// left out, and a long prefix is shortened to keep the name within
+// DynamoDB's 255 characters.
+func TableName(prefix string) string {
+	suffix := fmt.Sprintf("%s-%d", processTag, tableCounter.Add(1))
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+			return r
+		}
+		return '-'
+	}, prefix)
+	if room := 255 - len(TablePrefix) - len(suffix) - 1; len(clean) > room {
+		clean = clean[:room]
+	}
+	if clean == "" {
+		return TablePrefix + suffix
+	}
+	return TablePrefix + clean + "-" + suffix
+}

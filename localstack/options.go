@@ -1,0 +1,96 @@
+package localstack
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// Options configures Start, ForTest and NewHandler. The zero value selects an
+// external endpoint when EndpointEnv is set and otherwise the embedded
+// emulator on a random loopback port, with every fix of the front enabled.
+//
+// The Disable fields switch off one behaviour of the front each, so that code
+// can be tested against a backend that lacks it (bare minidyn). Only the
+// embedded emulator can be switched, so setting any of them implies
+// Embedded.
+type Options struct {
+	// Embedded forces the embedded emulator even when EndpointEnv is set.
+	Embedded bool
+
+	// Addr is the TCP address Start serves the embedded emulator on. The
+	// default is "127.0.0.1:0": loopback, on a port chosen by the kernel.
+	Addr string
+
+	// Region is the AWS region of the clients. When empty, the embedded
+	// emulator uses AWS_REGION if set and DefaultRegion otherwise; an
+	// external endpoint uses the region config.LoadDefaultConfig finds
+	// (AWS_REGION, AWS_DEFAULT_REGION, the shared configuration) and
+	// DefaultRegion if it finds none.
+	Region string
+
+	// HTTPClient is the HTTP client of the SDK clients Start configures.
+	// Nil selects the SDK's default.
+	HTTPClient aws.HTTPClient
+
+	// Now is the clock the front uses for the ClientRequestToken window.
+	// Nil selects time.Now. Tests inject a fake clock to step past the
+	// window.
+	Now func() time.Time
+
+	// DisableReturnOldItem makes the front return no Item on any condition
+	// check failure: it neither adds the current item when a request asked
+	// for ReturnValuesOnConditionCheckFailure ALL_OLD, nor passes on the Item
+	// that minidyn itself returns for UpdateItem and for the Update and
+	// ConditionCheck actions of a transaction. Code under test then sees a
+	// backend that ignores ALL_OLD everywhere and must fall back to reading
+	// the item.
+	DisableReturnOldItem bool
+
+	// DisablePutReturnValues leaves PutItem responses as minidyn writes
+	// them: Attributes is always the new item, whatever ReturnValues says.
+	DisablePutReturnValues bool
+
+	// DisableClientRequestToken makes the front ignore ClientRequestToken on
+	// TransactWriteItems, as minidyn does: every call is applied.
+	DisableClientRequestToken bool
+
+	// DisableTimeToLive leaves UpdateTimeToLive and DescribeTimeToLive to
+	// minidyn, which does not know them; they then fail with
+	// UnknownOperationException.
+	DisableTimeToLive bool
+
+	// DisableListTables leaves ListTables to minidyn, which does not know
+	// it; it then fails with UnknownOperationException.
+	DisableListTables bool
+
+	// DisableScanCounts leaves Scan and Query responses as minidyn writes
+	// them: ScannedCount is always 0 and Select COUNT still returns Items.
+	DisableScanCounts bool
+
+	// DisableTableStatus leaves table descriptions as minidyn writes them,
+	// without TableStatus, so the SDK's table waiters never see ACTIVE.
+	DisableTableStatus bool
+}
+
+// disablesAny reports whether any fix of the front is switched off.
+func (o *Options) disablesAny() bool {
+	return o.DisableReturnOldItem || o.DisablePutReturnValues || o.DisableClientRequestToken ||
+		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus
+}
+
+func resolveOptions(optFns []func(*Options)) Options {
+	var o Options
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

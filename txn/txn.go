@@ -1,0 +1,85 @@
+package txn
+
+import (
+	"context"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// MaxActions is DynamoDB's limit on the actions of one TransactWriteItems
+// call. The key record takes one, so a Tx holds at most MaxActions-1.
+const MaxActions = 100
+
+// Tx is a set of staged writes. It is safe for concurrent use. The zero
+// value is an empty Tx ready to use.
+type Tx struct {
+	mu    sync.Mutex
+	items []types.TransactWriteItem
+}
+
+// New returns an empty Tx.
+func New() *Tx { return new(Tx) }
+
+// Put stages a PutItem. Its ConditionExpression, if any, is checked at commit.
+func (t *Tx) Put(p types.Put) { t.Add(types.TransactWriteItem{Put: &p}) }
+
+// Update stages an UpdateItem.
+func (t *Tx) Update(u types.Update) { t.Add(types.TransactWriteItem{Update: &u}) }
+
+// Delete stages a DeleteItem.
+func (t *Tx) Delete(d types.Delete) { t.Add(types.TransactWriteItem{Delete: &d}) }
+
+// ConditionCheck stages a condition on an item that the transaction does not
+// write: the commit fails unless it holds.
+func (t *Tx) ConditionCheck(c types.ConditionCheck) {
+	t.Add(types.TransactWriteItem{ConditionCheck: &c})
+}
+
+// Add stages one action as is.
+func (t *Tx) Add(item types.TransactWriteItem) {
+	t.mu.Lock()
+	t.items = append(t.items, item)
+	t.mu.Unlock()
+}
+
+// Len returns the number of staged actions. A nil Tx has none.
+func (t *Tx) Len() int {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.items)
+}
+
+// Items returns a copy of the staged actions in staging order. A nil Tx has
+// none.
+func (t *Tx) Items() []types.TransactWriteItem {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]types.TransactWriteItem(nil), t.items...)
+}
+
+// Reset discards every staged action.
+func (t *Tx) Reset() {
+	t.mu.Lock()
+	t.items = nil
+	t.mu.Unlock()
+}
+
+type ctxKey struct{}
+
+// NewContext returns a copy of ctx that carries t.
+func NewContext(ctx context.Context, t *Tx) context.Context {
+	return context.WithValue(ctx, ctxKey{}, t)
+}
+
+// FromContext returns the Tx carried by ctx, if any.
+func FromContext(ctx context.Context) (*Tx, bool) {
+	t, ok := ctx.Value(ctxKey{}).(*Tx)
+	return t, ok && t != nil
+}
