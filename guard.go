@@ -23,6 +23,18 @@ type Response = dynamostore.Response
 // DynamoDB directly what it wants protected.
 type Func func(ctx context.Context) (Response, error)
 
+// Store is what a Guard needs of a key store. *dynamostore.Store
+// implements it over one table in one region; a multi-region router
+// implements it over several.
+type Store interface {
+	Claim(ctx context.Context, req Request) (*dynamostore.Claim, error)
+	Commit(ctx context.Context, c *dynamostore.Claim, resp Response, tx *txn.Tx) (*dynamostore.Record, error)
+	Release(ctx context.Context, c *dynamostore.Claim) error
+	Get(ctx context.Context, scope, key string) (*dynamostore.Record, error)
+}
+
+var _ Store = (*dynamostore.Store)(nil)
+
 // Options configure a Guard. The zero value of each field selects its
 // default.
 type Options struct {
@@ -42,12 +54,12 @@ type Options struct {
 
 // Guard runs the protocol over a Store. It is safe for concurrent use.
 type Guard struct {
-	store *dynamostore.Store
+	store Store
 	opts  Options
 }
 
 // New returns a Guard over store. It panics if store is nil.
-func New(store *dynamostore.Store, optFns ...func(*Options)) *Guard {
+func New(store Store, optFns ...func(*Options)) *Guard {
 	if store == nil {
 		panic("idemkey: New needs a store")
 	}
@@ -68,7 +80,7 @@ func New(store *dynamostore.Store, optFns ...func(*Options)) *Guard {
 }
 
 // Store returns the guard's store.
-func (g *Guard) Store() *dynamostore.Store { return g.store }
+func (g *Guard) Store() Store { return g.store }
 
 // Result is the answer to a guarded request.
 type Result struct {

@@ -78,7 +78,7 @@ type Options struct {
 
 // New returns middleware guarding a handler with store. It panics if store
 // is nil.
-func New(store *dynamostore.Store, optFns ...func(*Options)) func(http.Handler) http.Handler {
+func New(store idemkey.Store, optFns ...func(*Options)) func(http.Handler) http.Handler {
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
