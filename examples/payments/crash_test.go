@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
@@ -24,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -105,8 +104,7 @@ func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
 	go post(url) // claims, then hangs in the handler
 
 	// Wait until the claim is in the table, without touching the key.
-	sum := sha256.Sum256([]byte("alice"))
-	pk := dynamostore.PartitionKeyFor(hex.EncodeToString(sum[:16]), "crash-1")
+	pk := dynamostore.PartitionKeyFor(paymentsapi.OwnerOf("alice"), "crash-1")
 	var lockExp time.Time
 	require.Eventually(t, func() bool {
 		out, err := ep.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &keyTable,

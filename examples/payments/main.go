@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -56,8 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("DynamoDB endpoint: %w", err)
 	}
 	defer ep.Close()
-	cfg := config{KeyTable: *keyTable, PaymentTable: *paymentTable, Retention: *ttl, Lease: *lease, Latency: *latency}
-	if err := ensureTables(ctx, ep.Client, cfg); err != nil {
+	cfg := paymentsapi.Config{KeyTable: *keyTable, PaymentTable: *paymentTable, Retention: *ttl, Lease: *lease, Latency: *latency}
+	if err := paymentsapi.EnsureTables(ctx, ep.Client, cfg); err != nil {
 		return fmt.Errorf("creating tables: %w", err)
 	}
 
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newHandler(ep.Client, cfg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: paymentsapi.NewHandler(ep.Client, cfg), ReadHeaderTimeout: 10 * time.Second}
 	where := "embedded emulator"
 	if !ep.Embedded {
 		where = ep.URL

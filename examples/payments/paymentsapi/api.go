@@ -1,4 +1,8 @@
-package main
+// Package paymentsapi is the payments API of idemkey's example: POST
+// /payments is guarded by idemkey and writes each payment in the same
+// DynamoDB transaction as its key record. The example server, its Lambda
+// build and the reliability tests all serve this one API.
+package paymentsapi
 
 import (
 	"context"
@@ -31,8 +35,8 @@ type Payment struct {
 	Description string `json:"description,omitempty"`
 }
 
-// config is the app's configuration.
-type config struct {
+// Config is the API's configuration.
+type Config struct {
 	KeyTable, PaymentTable string
 	Retention, Lease       time.Duration
 	Latency                time.Duration
@@ -46,15 +50,18 @@ type PaymentsClient interface {
 }
 
 type app struct {
-	cfg    config
+	cfg    Config
 	client PaymentsClient
 }
 
-// newHandler returns the payments API, guarded by idemkey.
-func newHandler(client interface {
+// Client is the DynamoDB client the API needs.
+type Client interface {
 	dynamostore.Client
 	PaymentsClient
-}, cfg config) http.Handler {
+}
+
+// NewHandler returns the payments API, guarded by idemkey.
+func NewHandler(client Client, cfg Config) http.Handler {
 	a := &app{cfg: cfg, client: client}
 	store := dynamostore.New(client, cfg.KeyTable, func(o *dynamostore.Options) {
 		o.Retention = cfg.Retention
@@ -74,6 +81,13 @@ type ownerKey struct{}
 
 func ownerFrom(ctx context.Context) string { s, _ := ctx.Value(ownerKey{}).(string); return s }
 
+// OwnerOf returns the owner (and idempotency scope) of a bearer token: a
+// hash, so that neither the key table nor the payments table holds tokens.
+func OwnerOf(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:16])
+}
+
 // authenticate requires "Authorization: Bearer <token>". The token is the
 // caller's identity; the app keeps only a hash of it, as the owner of its
 // payments and as the idempotency scope.
@@ -88,8 +102,7 @@ func authenticate(next http.Handler) http.Handler {
 				"Send Authorization: Bearer <token>."), 0)
 			return
 		}
-		sum := sha256.Sum256([]byte(token))
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, hex.EncodeToString(sum[:16]))))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, OwnerOf(token))))
 	})
 }
 
@@ -238,10 +251,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// ensureTables creates the key table and the payments table if missing.
-func ensureTables(ctx context.Context, client interface {
-	dynamostore.TableClient
-}, cfg config) error {
+// EnsureTables creates the key table and the payments table if missing.
+func EnsureTables(ctx context.Context, client dynamostore.TableClient, cfg Config) error {
 	if err := dynamostore.EnsureTable(ctx, client, cfg.KeyTable, 0); err != nil {
 		return err
 	}

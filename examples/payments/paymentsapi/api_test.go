@@ -1,4 +1,4 @@
-package main
+package paymentsapi
 
 import (
 	"context"
@@ -25,12 +25,12 @@ type api struct {
 func newAPI(t *testing.T, latency time.Duration) *api {
 	t.Helper()
 	ep := localstack.ForTest(t)
-	cfg := config{
+	cfg := Config{
 		KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"),
 		Retention: time.Hour, Lease: time.Minute, Latency: latency,
 	}
-	require.NoError(t, ensureTables(context.Background(), ep.Client, cfg))
-	srv := httptest.NewServer(newHandler(ep.Client, cfg))
+	require.NoError(t, EnsureTables(context.Background(), ep.Client, cfg))
+	srv := httptest.NewServer(NewHandler(ep.Client, cfg))
 	t.Cleanup(srv.Close)
 	return &api{t: t, srv: srv}
 }
