@@ -68,6 +68,11 @@ type Options struct {
 	Optional bool
 	// MaxBodyBytes bounds the request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Lease returns the lock lease of a request's claim; zero or negative
+	// selects the store's default. LeaseFromDeadline ties it to the
+	// request context's deadline (what a Lambda invocation has). Default:
+	// the store's lease.
+	Lease func(*http.Request) time.Duration
 	// Guard options: what is stored, Retry-After, write timeouts.
 	Guard idemkey.Options
 	// Logger receives one record per request that is not a plain
@@ -151,6 +156,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	fp := fingerprint.Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Body: body}.Digest()
 	req := idemkey.Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Fingerprint: fp[:]}
+	if m.opts.Lease != nil {
+		req.Lease = m.opts.Lease(r)
+	}
 
 	res, err := m.guard.Do(r.Context(), req, func(ctx context.Context) (idemkey.Response, error) {
 		r2 := r.WithContext(ctx)
@@ -171,6 +179,25 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeResponse(w, res.Response)
+}
+
+// LeaseFromDeadline returns a Lease function for Options: a request whose
+// context has a deadline holds its key for the time remaining plus margin,
+// so an invocation that is cut off at its deadline frees its key for the
+// retry soon after, while a live one is never reclaimed under it. A request
+// without a deadline gets the store's default lease.
+func LeaseFromDeadline(margin time.Duration) func(*http.Request) time.Duration {
+	return func(r *http.Request) time.Duration {
+		deadline, ok := r.Context().Deadline()
+		if !ok {
+			return 0
+		}
+		lease := time.Until(deadline) + margin
+		if lease <= 0 {
+			lease = margin
+		}
+		return lease
+	}
 }
 
 // readBody reads the request body up to limit; above it, it answers 413.
