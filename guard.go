@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/fingerprint"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -35,9 +36,44 @@ type Store interface {
 
 var _ Store = (*dynamostore.Store)(nil)
 
+// Mode selects how a Guard orders the claim and the execution.
+type Mode int
+
+const (
+	// ClaimFirst claims the key, runs the function, then commits: two
+	// DynamoDB calls for a first execution, and a concurrent duplicate
+	// never runs the function. Safe for any function. The default.
+	ClaimFirst Mode = iota
+	// OneTrip runs the function first and then claims and commits in one
+	// call: one DynamoDB call for a first execution. Concurrent duplicates
+	// may both RUN the function; only one commit wins, and the loser is
+	// answered from the winner's record (a replay, or 422). So OneTrip is
+	// only for functions whose every effect is a write staged on the txn.Tx
+	// (no email, no call to a payment processor, no direct DynamoDB write):
+	// anything else would happen twice. A replay still costs one call and
+	// one run of the function, unless a Cache answers it.
+	OneTrip
+)
+
+// OneTripStore is what OneTrip mode needs of a store in addition to Store.
+// *dynamostore.Store implements it.
+type OneTripStore interface {
+	CommitFirst(ctx context.Context, req Request, resp Response, tx *txn.Tx) (*dynamostore.Claim, error)
+}
+
+var _ OneTripStore = (*dynamostore.Store)(nil)
+
 // Options configure a Guard. The zero value of each field selects its
 // default.
 type Options struct {
+	// Mode orders claim and execution (default ClaimFirst). See OneTrip
+	// for the condition a function must meet to use it.
+	Mode Mode
+	// Cache, when set, answers replays of completed records from process
+	// memory, without a DynamoDB call. Default: none.
+	Cache *Cache
+	// Now is the clock of the cache (default time.Now).
+	Now func() time.Time
 	// ShouldStore reports whether a response is final and stored for
 	// replay (default: status below 500). A response that is not stored
 	// releases the key, so a retry executes again; its staged effects are
@@ -66,6 +102,14 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	g := &Guard{store: store}
 	for _, fn := range optFns {
 		fn(&g.opts)
+	}
+	if g.opts.Mode == OneTrip {
+		if _, ok := store.(OneTripStore); !ok {
+			panic("idemkey: OneTrip mode needs a store that implements OneTripStore")
+		}
+	}
+	if g.opts.Now == nil {
+		g.opts.Now = time.Now
 	}
 	if g.opts.ShouldStore == nil {
 		g.opts.ShouldStore = func(r Response) bool { return r.Status < 500 }
@@ -107,21 +151,28 @@ type Result struct {
 // or the error fn returned (the key was released). A panic in fn releases
 // the key and is re-raised.
 func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
+	if c := g.opts.Cache; c != nil {
+		resp, hit, mismatch := c.lookup(req.Scope, req.Key, req.Fingerprint, g.opts.Now())
+		switch {
+		case mismatch:
+			return nil, ErrMismatch
+		case hit:
+			return &Result{Response: resp, Replayed: true, Stored: true}, nil
+		}
+	}
+	if g.opts.Mode == OneTrip {
+		return g.doOneTrip(ctx, req, fn)
+	}
 	claim, err := g.store.Claim(ctx, req)
 	if err != nil {
 		return nil, g.storeErr(err)
 	}
-	switch claim.Outcome {
-	case dynamostore.Replay:
-		return &Result{Response: *claim.Record.Response, Replayed: true, Stored: true}, nil
-	case dynamostore.InFlight:
-		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}
-	case dynamostore.Mismatch:
-		return nil, ErrMismatch
+	if res, err, done := g.answered(claim); done {
+		return res, err
 	}
 
 	tx := txn.New()
-	resp, err := g.run(ctx, claim, tx, fn)
+	resp, err := g.run(ctx, tx, fn, func() { g.release(ctx, claim) })
 	if err != nil {
 		g.release(ctx, claim)
 		return nil, err
@@ -133,9 +184,10 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
-	_, err = g.store.Commit(wctx, claim, resp, tx)
+	rec, err := g.store.Commit(wctx, claim, resp, tx)
 	switch {
 	case err == nil:
+		g.remember(rec)
 		return &Result{Response: resp, Stored: true}, nil
 	case errors.Is(err, dynamostore.ErrLockLost):
 		return nil, ErrLockLost
@@ -158,14 +210,68 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	return nil, err
 }
 
+// answered turns a claim that was not acquired into the request's answer.
+func (g *Guard) answered(claim *dynamostore.Claim) (res *Result, err error, done bool) {
+	switch claim.Outcome {
+	case dynamostore.Replay:
+		g.remember(claim.Record)
+		return &Result{Response: *claim.Record.Response, Replayed: true, Stored: true}, nil, true
+	case dynamostore.InFlight:
+		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}, true
+	case dynamostore.Mismatch:
+		return nil, ErrMismatch, true
+	}
+	return nil, nil, false
+}
+
+// doOneTrip runs fn first, then claims and commits in one call.
+func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func) (*Result, error) {
+	tx := txn.New()
+	resp, err := g.run(ctx, tx, fn, func() {})
+	if err != nil {
+		return nil, err
+	}
+	if !g.opts.ShouldStore(resp) {
+		return &Result{Response: resp}, nil
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
+	defer cancel()
+	claim, err := g.store.(OneTripStore).CommitFirst(wctx, req, resp, tx)
+	if err != nil {
+		var se *dynamostore.StoreError
+		if errors.As(err, &se) {
+			// The write may have landed: look before answering.
+			rec, gerr := g.store.Get(wctx, req.Scope, req.Key)
+			if gerr == nil && rec.State == dynamostore.StateCompleted && fingerprint.Equal(rec.Fingerprint, req.Fingerprint) {
+				// Completed for this same request, by this write or a
+				// twin's: either way its answer stands.
+				g.remember(rec)
+				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, nil
+			}
+		}
+		return nil, g.storeErr(err)
+	}
+	if res, err, done := g.answered(claim); done {
+		return res, err
+	}
+	g.remember(claim.Record)
+	return &Result{Response: resp, Stored: true}, nil
+}
+
+func (g *Guard) remember(rec *dynamostore.Record) {
+	if g.opts.Cache != nil {
+		g.opts.Cache.store(rec, g.opts.Now())
+	}
+}
+
 // run calls fn with the staging Tx in its context, converting a panic into
-// a release followed by the same panic.
-func (g *Guard) run(ctx context.Context, claim *dynamostore.Claim, tx *txn.Tx, fn Func) (resp Response, err error) {
+// a call of onPanic followed by the same panic.
+func (g *Guard) run(ctx context.Context, tx *txn.Tx, fn Func, onPanic func()) (resp Response, err error) {
 	panicked := true
 	defer func() {
 		if panicked {
 			p := recover()
-			g.release(ctx, claim)
+			onPanic()
 			if p != nil { // nil: runtime.Goexit, which goes on unwinding
 				panic(p)
 			}

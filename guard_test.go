@@ -28,7 +28,9 @@ func req(key string) idemkey.Request {
 }
 
 func ok(body string) idemkey.Func {
-	return func(context.Context) (idemkey.Response, error) { return idemkey.Response{Status: 200, Body: []byte(body)}, nil }
+	return func(context.Context) (idemkey.Response, error) {
+		return idemkey.Response{Status: 200, Body: []byte(body)}, nil
+	}
 }
 
 func TestDoExecutesOnceThenReplays(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -180,62 +181,118 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if lease <= 0 {
 		lease = s.opts.Lease
 	}
-	token := rand.Text()
-	for range claimAttempts {
-		now := s.opts.Now()
+	return s.claimWith(ctx, req, nil, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
 			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
 			LockExpires: now.Add(lease), Created: now, Expires: now.Add(s.opts.Retention),
 			Region: s.opts.Region,
 		}
-		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName:           &s.table,
-			Item:                baseItem(rec),
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #exp < :now_s OR (#state = :in_progress AND #lock_exp < :now_ms)"),
-			ExpressionAttributeNames: map[string]string{
-				"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":now_s":       attrN(now.Unix()),
-				":now_ms":      attrN(now.UnixMilli()),
-				":in_progress": attrS(string(StateInProgress)),
-			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		return rec, baseItem(rec)
+	})
+}
+
+// claimWith writes the item build returns (with the staged effects of tx)
+// under the claim condition, and decides the outcome when a live record
+// stands in the way. A fresh random token identifies this call's writes.
+func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
+	build func(now time.Time, token string) (*Record, map[string]types.AttributeValue)) (*Claim, error) {
+	token := rand.Text()
+	for range claimAttempts {
+		now := s.opts.Now()
+		rec, item := build(now, token)
+		failed, err := s.writeFenced(ctx, item, claimCondition, claimNames(), claimValues(now), tx, rec)
 		if err == nil {
 			return &Claim{Outcome: Acquired, Record: rec}, nil
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return nil, &StoreError{Op: "PutItem", Err: err}
+		if !errors.Is(err, errFenceFailed) {
+			return nil, err
 		}
-		var old *Record
-		if ccf.Item != nil {
-			if old, err = decodeRecord(ccf.Item); err != nil {
-				return nil, err
-			}
-		} else {
-			now = s.opts.Now()
-			if old, err = s.get(ctx, req.Scope, req.Key); err != nil {
-				if errors.Is(err, ErrNotFound) {
-					continue // released or evicted since: claim again
-				}
-				return nil, err
-			}
-			if old.State == StateInProgress && old.LockExpires.Before(now) && old.LockToken != token {
-				continue // its lock ran out since: claim again
-			}
+		old, err := s.oldRecord(ctx, req, token, failed)
+		if errors.Is(err, errClaimable) {
+			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		return &Claim{Outcome: decide(old, req, token), Record: old}, nil
 	}
 	return nil, ErrClaimContention
 }
 
-// decide classifies a live stored record against a claim.
+// The claim condition holds when no live record stands in the way: none,
+// an expired one, or an in-progress one whose lock expired.
+const claimCondition = "attribute_not_exists(#pk) OR #exp < :now_s OR (#state = :in_progress AND #lock_exp < :now_ms)"
+
+func claimNames() map[string]string {
+	return map[string]string{"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp}
+}
+
+func claimValues(now time.Time) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		":now_s":       attrN(now.Unix()),
+		":now_ms":      attrN(now.UnixMilli()),
+		":in_progress": attrS(string(StateInProgress)),
+	}
+}
+
+// errClaimable: the record that failed a claim condition is gone or
+// claimable by now; the claim should be tried again.
+var errClaimable = errors.New("dynamostore: claimable again")
+
+// oldRecord returns the record that failed a claim condition: the item
+// DynamoDB returned with the failure, or else a consistent read.
+func (s *Store) oldRecord(ctx context.Context, req Request, token string, item map[string]types.AttributeValue) (*Record, error) {
+	if item != nil {
+		return decodeRecord(item)
+	}
+	now := s.opts.Now()
+	old, err := s.get(ctx, req.Scope, req.Key)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errClaimable // released or evicted since
+	}
+	if err != nil {
+		return nil, err
+	}
+	if old.State == StateInProgress && old.LockExpires.Before(now) && old.LockToken != token {
+		return nil, errClaimable // its lock ran out since
+	}
+	return old, nil
+}
+
+// CommitFirst is the one-round-trip protocol: it writes the completed
+// record of req with resp, and the staged effects of tx, in one call
+// (PutItem, or TransactWriteItems with effects), under the claim condition.
+// No claim precedes it, so the caller has already executed: use it only
+// for functions whose every effect is a staged write.
+//
+// When a live record stands in the way, nothing is written and the returned
+// Claim says what it is (Replay, InFlight, Mismatch) with the stored record;
+// Acquired means this call's record and effects were committed. Errors are
+// those of Commit; ErrLockLost does not occur.
+func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx *txn.Tx) (*Claim, error) {
+	if err := validate(req); err != nil {
+		return nil, err
+	}
+	return s.claimWith(ctx, req, tx, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
+		r := resp
+		rec := &Record{
+			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
+			Fingerprint: req.Fingerprint, State: StateCompleted, LockToken: token,
+			LockExpires: now, Created: now, Completed: now, Expires: now.Add(s.opts.Retention),
+			Region: s.opts.Region, Response: &r,
+		}
+		item := encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
+		return storedView(rec, item), item
+	})
+}
+
+// decide classifies a live stored record against a claim. A record that
+// carries the claim's own token was written by an earlier attempt of this
+// very call (an SDK retry after a lost response).
 func decide(old *Record, req Request, token string) Outcome {
 	switch {
-	case old.State == StateInProgress && old.LockToken == token:
+	case old.LockToken == token:
 		return Acquired
 	case !equalBytes(old.Fingerprint, req.Fingerprint):
 		return Mismatch
@@ -348,52 +405,93 @@ func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx)
 	done.Expires = now.Add(s.opts.Retention)
 	item := encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
 
+	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames(), fenceValues(c), tx, c.Record)
+	if err == nil {
+		return storedView(&done, item), nil
+	}
+	if !errors.Is(err, errFenceFailed) {
+		return nil, err
+	}
+	return s.afterFenceFailed(ctx, c, failed)
+}
+
+// errFenceFailed: writeFenced's condition on the key record failed; the
+// item returned with the failure (nil when none) comes alongside.
+var errFenceFailed = errors.New("dynamostore: fence failed")
+
+// writeFenced writes the key record item under condition, with the staged
+// effects of tx when there are any: one PutItem, or one TransactWriteItems
+// with the key record first. On the key record's condition failure it
+// returns errFenceFailed and the item DynamoDB returned, if any.
+func (s *Store) writeFenced(ctx context.Context, item map[string]types.AttributeValue, cond string,
+	names map[string]string, values map[string]types.AttributeValue, tx *txn.Tx, rec *Record) (map[string]types.AttributeValue, error) {
 	effects := tx.Items()
-	var failed map[string]types.AttributeValue
 	if len(effects) == 0 {
 		_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName:                           &s.table,
 			Item:                                item,
-			ConditionExpression:                 aws.String(fenceCondition),
-			ExpressionAttributeNames:            fenceNames(),
-			ExpressionAttributeValues:           fenceValues(c),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		if err == nil {
-			return decodeRecord(item)
+			return nil, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
 			return nil, &StoreError{Op: "PutItem", Err: err}
 		}
-		failed = ccf.Item
-	} else {
-		fence := types.TransactWriteItem{Put: &types.Put{
-			TableName:                           &s.table,
-			Item:                                item,
-			ConditionExpression:                 aws.String(fenceCondition),
-			ExpressionAttributeNames:            fenceNames(),
-			ExpressionAttributeValues:           fenceValues(c),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}
-		err := txn.Write(ctx, s.client, fence, effects, func(attempt int) string {
-			return CommitToken(c.Record, attempt)
-		}, func(o *txn.Options) { *o = s.opts.Txn })
-		if err == nil {
-			return decodeRecord(item)
-		}
-		var fe *txn.FenceError
-		if !errors.As(err, &fe) {
-			var canceled *txn.CanceledError
-			if errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
-				errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) {
-				return nil, err
-			}
-			return nil, &StoreError{Op: "TransactWriteItems", Err: err}
-		}
-		failed = fe.Item
+		return ccf.Item, errFenceFailed
 	}
-	return s.afterFenceFailed(ctx, c, failed)
+	fence := types.TransactWriteItem{Put: &types.Put{
+		TableName:                           &s.table,
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+	err := txn.Write(ctx, s.client, fence, effects, func(attempt int) string {
+		return CommitToken(rec, attempt)
+	}, func(o *txn.Options) { *o = s.opts.Txn })
+	if err == nil {
+		return nil, nil
+	}
+	var fe *txn.FenceError
+	if errors.As(err, &fe) {
+		return fe.Item, errFenceFailed
+	}
+	var canceled *txn.CanceledError
+	if errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
+		errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) {
+		return nil, err
+	}
+	return nil, &StoreError{Op: "TransactWriteItems", Err: err}
+}
+
+// storedView returns rec as it was stored: when the encoder left the body
+// or headers out, so does the view.
+func storedView(rec *Record, item map[string]types.AttributeValue) *Record {
+	view := *rec
+	resp := *rec.Response
+	if _, ok := item[attrBody]; !ok && len(resp.Body) > 0 {
+		resp.BodyOmitted = len(resp.Body)
+		resp.Body = nil
+	}
+	if _, ok := item[attrHeader]; !ok {
+		resp.Header = nil
+	} else {
+		kept := make(http.Header, len(resp.Header))
+		for name, values := range resp.Header {
+			if StoredHeader(name) && len(values) > 0 {
+				kept[name] = values
+			}
+		}
+		resp.Header = kept
+	}
+	view.Response = &resp
+	return &view
 }
 
 // afterFenceFailed decides a fenced write whose condition failed: if the

@@ -38,6 +38,7 @@ type harness struct {
 	clock    *ddbtest.Clock
 	keys     string
 	effects  string
+	store    *dynamostore.Store
 	executed atomic.Int64
 	inner    atomic.Pointer[http.HandlerFunc]
 	srv      *httptest.Server
@@ -63,12 +64,13 @@ func newHarness(t *testing.T, optFns ...func(*handler.Options)) *harness {
 		}
 	})
 	h.setInner(h.createEffect)
-	store := dynamostore.New(h.faulty, h.keys, func(o *dynamostore.Options) {
+	h.store = dynamostore.New(h.faulty, h.keys, func(o *dynamostore.Options) {
 		o.Now = h.clock.Now
 		o.Lease = time.Minute
 		o.Retention = time.Hour
 	})
-	mw := handler.New(store, append([]func(*handler.Options){func(o *handler.Options) {
+	mw := handler.New(h.store, append([]func(*handler.Options){func(o *handler.Options) {
+		o.Guard.Now = h.clock.Now
 		o.Scope = func(r *http.Request) (string, error) {
 			if tenant := r.Header.Get("X-Tenant"); tenant != "" {
 				return tenant, nil

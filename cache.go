@@ -1,0 +1,106 @@
+package idemkey
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/fingerprint"
+)
+
+// Cache keeps completed records in process memory so that a replay costs
+// no DynamoDB call. It is bounded (least recently used entries go first),
+// holds only completed records, and never holds one past the earlier of
+// its own TTL and the record's expiry. Every hit compares the request's
+// fingerprint, so a key reused for another request still gets ErrMismatch.
+//
+// A cache is per process: a retry that reaches another process reads
+// DynamoDB as usual. A record deleted by hand (an operator's forced
+// release of a completed key) may still be replayed by a cache for up to
+// its TTL; keep the TTL short where that matters. It is safe for
+// concurrent use.
+type Cache struct {
+	mu      sync.Mutex
+	max     int
+	ttl     time.Duration
+	order   *list.List // front: most recently used
+	entries map[string]*list.Element
+}
+
+type cacheEntry struct {
+	pk      string
+	fp      []byte
+	resp    Response
+	expires time.Time
+}
+
+// NewCache returns a cache of at most maxEntries records, each kept at most
+// ttl. It panics if maxEntries or ttl is not positive.
+func NewCache(maxEntries int, ttl time.Duration) *Cache {
+	if maxEntries <= 0 || ttl <= 0 {
+		panic("idemkey: NewCache needs a positive size and TTL")
+	}
+	return &Cache{max: maxEntries, ttl: ttl, order: list.New(), entries: make(map[string]*list.Element)}
+}
+
+// Len returns the number of entries, expired ones included until they are
+// looked up or pushed out.
+func (c *Cache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
+}
+
+// lookup returns the cached response of (scope, key) at now: hit reports
+// an entry, mismatch that its fingerprint differs from fp.
+func (c *Cache) lookup(scope, key string, fp []byte, now time.Time) (resp Response, hit, mismatch bool) {
+	pk := dynamostore.PartitionKeyFor(scope, key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[pk]
+	if !ok {
+		return Response{}, false, false
+	}
+	e := el.Value.(*cacheEntry)
+	if !now.Before(e.expires) {
+		c.order.Remove(el)
+		delete(c.entries, pk)
+		return Response{}, false, false
+	}
+	c.order.MoveToFront(el)
+	if !fingerprint.Equal(e.fp, fp) {
+		return Response{}, true, true
+	}
+	return e.resp, true, false
+}
+
+// store keeps a completed record.
+func (c *Cache) store(rec *dynamostore.Record, now time.Time) {
+	if rec == nil || rec.State != dynamostore.StateCompleted || rec.Response == nil {
+		return
+	}
+	expires := now.Add(c.ttl)
+	if recordEnd := rec.Expires.Add(time.Second); recordEnd.Before(expires) {
+		// exp has second precision and is live through its last second.
+		expires = recordEnd
+	}
+	if !now.Before(expires) {
+		return
+	}
+	pk := dynamostore.PartitionKeyFor(rec.Scope, rec.Key)
+	e := &cacheEntry{pk: pk, fp: rec.Fingerprint, resp: *rec.Response, expires: expires}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[pk]; ok {
+		el.Value = e
+		c.order.MoveToFront(el)
+		return
+	}
+	c.entries[pk] = c.order.PushFront(e)
+	for c.order.Len() > c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.entries, oldest.Value.(*cacheEntry).pk)
+	}
+}
