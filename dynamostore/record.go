@@ -142,21 +142,27 @@ func keyOf(scope, key string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: attrS(PartitionKeyFor(scope, key))}
 }
 
-// baseItem encodes the attributes shared by both states.
+// baseItem encodes the attributes shared by both states. Its values are
+// allocated together: an item is built on every request.
 func baseItem(r *Record) map[string]types.AttributeValue {
+	strs := make([]types.AttributeValueMemberS, 6)
+	nums := make([]types.AttributeValueMemberN, 4)
 	item := make(map[string]types.AttributeValue, 16)
-	item[attrPK] = attrS(PartitionKeyFor(r.Scope, r.Key))
-	item[attrVersion] = &types.AttributeValueMemberN{Value: recordFormat}
-	item[attrMethod] = attrS(r.Method)
-	item[attrPath] = attrS(r.Path)
-	item[attrFP] = attrB(r.Fingerprint)
-	item[attrState] = attrS(string(r.State))
-	item[attrLock] = attrS(r.LockToken)
-	item[attrLockExp] = attrN(r.LockExpires.UnixMilli())
-	item[attrCreated] = attrN(r.Created.UnixMilli())
-	item[attrExpires] = attrN(r.Expires.Unix())
+	str := func(i int, name, v string) { strs[i].Value = v; item[name] = &strs[i] }
+	num := func(i int, name string, v int64) { nums[i].Value = strconv.FormatInt(v, 10); item[name] = &nums[i] }
+	str(0, attrPK, PartitionKeyFor(r.Scope, r.Key))
+	str(1, attrMethod, r.Method)
+	str(2, attrPath, r.Path)
+	str(3, attrState, string(r.State))
+	str(4, attrLock, r.LockToken)
+	nums[0].Value = recordFormat
+	item[attrVersion] = &nums[0]
+	num(1, attrLockExp, r.LockExpires.UnixMilli())
+	num(2, attrCreated, r.Created.UnixMilli())
+	num(3, attrExpires, r.Expires.Unix())
+	item[attrFP] = &types.AttributeValueMemberB{Value: r.Fingerprint}
 	if r.Region != "" {
-		item[attrRegion] = attrS(r.Region)
+		str(5, attrRegion, r.Region)
 	}
 	return item
 }

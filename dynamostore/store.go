@@ -201,7 +201,7 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 	for range claimAttempts {
 		now := s.opts.Now()
 		rec, item := build(now, token)
-		failed, err := s.writeFenced(ctx, item, claimCondition, claimNames(), claimValues(now), tx, rec)
+		failed, err := s.writeFenced(ctx, item, claimCondition, claimNames, claimValues(now), tx, rec)
 		if err == nil {
 			return &Claim{Outcome: Acquired, Record: rec}, nil
 		}
@@ -224,15 +224,17 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 // an expired one, or an in-progress one whose lock expired.
 const claimCondition = "attribute_not_exists(#pk) OR #exp < :now_s OR (#state = :in_progress AND #lock_exp < :now_ms)"
 
-func claimNames() map[string]string {
-	return map[string]string{"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp}
-}
+// claimNames and fenceNames are shared by every call; the SDK only reads
+// them.
+var claimNames = map[string]string{"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp}
+
+var inProgressValue = attrS(string(StateInProgress))
 
 func claimValues(now time.Time) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		":now_s":       attrN(now.Unix()),
 		":now_ms":      attrN(now.UnixMilli()),
-		":in_progress": attrS(string(StateInProgress)),
+		":in_progress": inProgressValue,
 	}
 }
 
@@ -361,14 +363,12 @@ func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 // claim's lock.
 const fenceCondition = "#lock = :lock AND #state = :in_progress"
 
-func fenceNames() map[string]string {
-	return map[string]string{"#lock": attrLock, "#state": attrState}
-}
+var fenceNames = map[string]string{"#lock": attrLock, "#state": attrState}
 
 func fenceValues(c *Claim) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		":lock":        attrS(c.Record.LockToken),
-		":in_progress": attrS(string(StateInProgress)),
+		":in_progress": inProgressValue,
 	}
 }
 
@@ -405,7 +405,7 @@ func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx)
 	done.Expires = now.Add(s.opts.Retention)
 	item := encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
 
-	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames(), fenceValues(c), tx, c.Record)
+	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, c.Record)
 	if err == nil {
 		return storedView(&done, item), nil
 	}
@@ -528,7 +528,7 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 		TableName:                 &s.table,
 		Key:                       keyOf(c.Record.Scope, c.Record.Key),
 		ConditionExpression:       aws.String(fenceCondition),
-		ExpressionAttributeNames:  fenceNames(),
+		ExpressionAttributeNames:  fenceNames,
 		ExpressionAttributeValues: fenceValues(c),
 	})
 	if err == nil {

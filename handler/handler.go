@@ -213,7 +213,21 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, true
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 {
+		// The usual case: read exactly the declared length, then check
+		// that nothing follows.
+		body = make([]byte, n)
+		if _, err = io.ReadFull(r.Body, body); err == nil {
+			var extra [1]byte
+			if m, _ := r.Body.Read(extra[:]); m > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	if err != nil {
 		problem.Write(w, problem.New(http.StatusBadRequest, problem.InvalidBody, "Unreadable request body", "The request body could not be read."), 0)
 		return nil, false
