@@ -2,7 +2,12 @@ package handler_test
 
 import (
 	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/idemkey/idemkey/handler"
 )
 
 func randomBytes(t *testing.T, n int) []byte {
@@ -10,4 +15,13 @@ func randomBytes(t *testing.T, n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
+}
+
+func serveDirect(t *testing.T, h http.Handler, key, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(body))
+	req.Header.Set(handler.HeaderName, key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }

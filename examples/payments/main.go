@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	latency := fs.Duration("latency", 0, "simulated payment-processor latency inside the handler")
 	keyTable := fs.String("key-table", "idemkey-keys", "DynamoDB table of idempotency keys")
 	paymentTable := fs.String("payment-table", "payments", "DynamoDB table of payments")
+	unguarded := fs.Bool("unguarded", false, "serve POST /payments WITHOUT idemkey (load-test baseline only: retries pay twice)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("DynamoDB endpoint: %w", err)
 	}
 	defer ep.Close()
-	cfg := paymentsapi.Config{KeyTable: *keyTable, PaymentTable: *paymentTable, Retention: *ttl, Lease: *lease, Latency: *latency}
+	cfg := paymentsapi.Config{KeyTable: *keyTable, PaymentTable: *paymentTable, Retention: *ttl, Lease: *lease, Latency: *latency, Unguarded: *unguarded}
 	if err := paymentsapi.EnsureTables(ctx, ep.Client, cfg); err != nil {
 		return fmt.Errorf("creating tables: %w", err)
 	}

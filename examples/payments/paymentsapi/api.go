@@ -40,18 +40,23 @@ type Config struct {
 	KeyTable, PaymentTable string
 	Retention, Lease       time.Duration
 	Latency                time.Duration
+	// Unguarded serves POST /payments without idemkey, writing each payment
+	// with a plain PutItem. For load tests that measure idemkey's cost;
+	// never for real use: a retry pays twice.
+	Unguarded bool
 }
 
-// PaymentsClient is what the app calls directly: reads only. Every write
-// goes through the staged transaction.
+// PaymentsClient is what the app calls directly: reads, and the write of
+// the unguarded mode. A guarded write goes through the staged transaction.
 type PaymentsClient interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
 type app struct {
 	cfg    Config
-	client PaymentsClient
+	client Client
 }
 
 // Client is the DynamoDB client the API needs.
@@ -71,7 +76,11 @@ func NewHandler(client Client, cfg Config) http.Handler {
 		o.Scope = func(r *http.Request) (string, error) { return ownerFrom(r.Context()), nil }
 	})
 	mux := http.NewServeMux()
-	mux.Handle("POST /payments", idem(http.HandlerFunc(a.create)))
+	if cfg.Unguarded {
+		mux.HandleFunc("POST /payments", a.create)
+	} else {
+		mux.Handle("POST /payments", idem(http.HandlerFunc(a.create)))
+	}
 	mux.HandleFunc("GET /payments/{id}", a.get)
 	mux.HandleFunc("GET /payments", a.list)
 	return authenticate(mux)
@@ -131,16 +140,25 @@ func (a *app) create(w http.ResponseWriter, r *http.Request) {
 	if p.Description != "" {
 		item["description"] = &types.AttributeValueMemberS{Value: p.Description}
 	}
-	tx, ok := txn.FromContext(r.Context())
-	if !ok {
-		http.Error(w, "payments must be created through idemkey", http.StatusInternalServerError)
-		return
-	}
-	tx.Put(types.Put{
+	put := types.Put{
 		TableName:           aws.String(a.cfg.PaymentTable),
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(id)"),
-	})
+	}
+	if a.cfg.Unguarded {
+		_, err := a.client.PutItem(r.Context(), &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression})
+		if err != nil {
+			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "The payment was not saved."), time.Second)
+			return
+		}
+	} else {
+		tx, ok := txn.FromContext(r.Context())
+		if !ok {
+			http.Error(w, "payments must be created through idemkey", http.StatusInternalServerError)
+			return
+		}
+		tx.Put(put)
+	}
 	w.Header().Set("Location", "/payments/"+p.ID)
 	writeJSON(w, http.StatusCreated, p)
 }

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Load test: the payments example on the standalone emulator, driven by wrk
+# with and without the idemkey wrapper, beside the emulator's own ceiling.
+#
+#   scripts/load.sh [duration=10s] [connections=16]
+#
+# Prints one summary line:
+#   load guarded_rps=<n> unguarded_rps=<n> ratio=<guarded/unguarded> emulator_putitem_rps=<n> emulator_transact_rps=<n>
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-10s}
+conns=${2:-16}
+
+if ! command -v wrk >/dev/null; then
+	echo "installing wrk (Debian package)" >&2
+	(apt-get install -y wrk || (apt-get update && apt-get install -y wrk)) >/dev/null
+fi
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+go build -o "$tmp/emulator" ./localstack/cmd/emulator
+go build -o "$tmp/payments" ./examples/payments
+
+# start BIN ARGS... : runs it in the background and prints the first URL it prints.
+start() {
+	local out="$tmp/out.$RANDOM"
+	"$@" >"$out" 2>"$out.err" &
+	pids+=($!)
+	for _ in $(seq 1 300); do
+		if url=$(grep -o 'http://[0-9.:]*' "$out" | head -1) && [ -n "$url" ]; then
+			echo "$url"; return 0
+		fi
+		sleep 0.1
+	done
+	echo "no URL from $1" >&2; cat "$out.err" >&2; return 1
+}
+
+emulator=$(start "$tmp/emulator" -addr 127.0.0.1:0)
+export AWS_ENDPOINT_URL_DYNAMODB=$emulator
+guarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys -payment-table load-payments)
+unguarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -unguarded -key-table load-keys-u -payment-table load-payments-u)
+# Fresh tables for the ceilings (this instance only creates them).
+start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys-c -payment-table load-payments-c >/dev/null
+
+# One fresh Idempotency-Key per request.
+cat >"$tmp/post.lua" <<'LUA'
+local n = 0
+local thread_id = 0
+function setup(thread) thread:set("tid", thread_id); thread_id = thread_id + 1 end
+request = function()
+  n = n + 1
+  local headers = {
+    ["Authorization"] = "Bearer load",
+    ["Content-Type"] = "application/json",
+    ["Idempotency-Key"] = "load-" .. tid .. "-" .. n .. "-" .. math.random(1, 1e9),
+  }
+  return wrk.format("POST", "/payments", headers, '{"amount":1250,"currency":"EUR"}')
+end
+LUA
+# The emulator's ceiling: a conditional PutItem per request, straight to the
+# DynamoDB API, no HTTP service in front.
+cat >"$tmp/putitem.lua" <<'LUA'
+local n = 0
+local thread_id = 0
+function setup(thread) thread:set("tid", thread_id); thread_id = thread_id + 1 end
+request = function()
+  n = n + 1
+  local body = '{"TableName":"load-payments-c","Item":{"owner":{"S":"ceiling"},"id":{"S":"c-' .. tid .. '-' .. n .. '"},"amount":{"N":"1250"}},"ConditionExpression":"attribute_not_exists(id)"}'
+  return wrk.format("POST", "/", {["Content-Type"] = "application/x-amz-json-1.0", ["X-Amz-Target"] = "DynamoDB_20120810.PutItem"}, body)
+end
+LUA
+# The same with the shape of a guarded commit: a TransactWriteItems of the
+# key record and the payment. minidyn snapshots whole tables to roll a
+# transaction back, so its transactions slow down as tables grow.
+cat >"$tmp/transact.lua" <<'LUA'
+local n = 0
+local thread_id = 0
+function setup(thread) thread:set("tid", thread_id); thread_id = thread_id + 1 end
+request = function()
+  n = n + 1
+  local id = 't-' .. tid .. '-' .. n
+  local body = '{"TransactItems":[' ..
+    '{"Put":{"TableName":"load-keys-c","Item":{"pk":{"S":"' .. id .. '"},"state":{"S":"completed"}},"ConditionExpression":"attribute_not_exists(pk)"}},' ..
+    '{"Put":{"TableName":"load-payments-c","Item":{"owner":{"S":"ceiling-t"},"id":{"S":"' .. id .. '"}},"ConditionExpression":"attribute_not_exists(id)"}}]}'
+  return wrk.format("POST", "/", {["Content-Type"] = "application/x-amz-json-1.0", ["X-Amz-Target"] = "DynamoDB_20120810.TransactWriteItems"}, body)
+end
+LUA
+
+rps() { # url script
+	wrk -t2 -c"$conns" -d"$duration" -s "$2" "$1" >"$tmp/wrk.out"
+	cat "$tmp/wrk.out" >&2
+	cat "$tmp/wrk.out" >>"$tmp/wrk.log"
+	awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out"
+}
+echo "== emulator TransactWriteItems ceiling ($emulator)" >&2
+et=$(rps "$emulator" "$tmp/transact.lua")
+echo "== guarded ($guarded)" >&2
+g=$(rps "$guarded" "$tmp/post.lua")
+echo "== unguarded ($unguarded)" >&2
+u=$(rps "$unguarded" "$tmp/post.lua")
+echo "== emulator PutItem ceiling ($emulator)" >&2
+e=$(rps "$emulator" "$tmp/putitem.lua")
+if grep -q "Non-2xx" "$tmp/wrk.log"; then
+	echo "warning: some requests were not answered 2xx (see above)" >&2
+fi
+ratio=$(awk -v g="$g" -v u="$u" 'BEGIN { printf "%.2f", g / u }')
+echo "load guarded_rps=$g unguarded_rps=$u ratio=$ratio emulator_putitem_rps=$e emulator_transact_rps=$et"
