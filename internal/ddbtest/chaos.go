@@ -1,0 +1,166 @@
+package ddbtest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Position names which of idemkey's DynamoDB calls a request is.
+type Position string
+
+const (
+	Claim    Position = "claim"    // PutItem of an in-progress record
+	Commit   Position = "commit"   // TransactWriteItems, or PutItem of a completed record
+	Release  Position = "release"  // DeleteItem
+	Fallback Position = "fallback" // GetItem (the consistent read after a condition failure)
+	Other    Position = "other"
+)
+
+// Kind is a kind of injected fault.
+type Kind string
+
+const (
+	Throttle      Kind = "throttle"       // 400 ThrottlingException, not applied (the SDK retries it)
+	ServerError   Kind = "server_error"   // 500 InternalServerError, not applied (the SDK retries it)
+	TimeoutBefore Kind = "timeout_before" // a timeout before DynamoDB saw the request
+	TimeoutAfter  Kind = "timeout_after"  // a timeout after DynamoDB applied it: the ambiguous outcome
+)
+
+// Kinds lists every fault kind.
+var Kinds = []Kind{Throttle, ServerError, TimeoutBefore, TimeoutAfter}
+
+// timeoutError is what a client-side timeout looks like to the SDK.
+type timeoutError struct{ after bool }
+
+func (e timeoutError) Error() string {
+	if e.after {
+		return "ddbtest: injected timeout after the request was applied"
+	}
+	return "ddbtest: injected timeout before the request was sent"
+}
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// Chaos is an http.RoundTripper for the SDK's HTTP client that injects
+// faults into DynamoDB calls at random, by position, with a seeded source:
+// the same seed and call sequence give the same faults. It counts what it
+// injected.
+type Chaos struct {
+	Next http.RoundTripper
+	// Rate is the probability of a fault per call, by position.
+	Rate map[Position]float64
+	// Kinds are the faults drawn from (default Kinds).
+	Kinds []Kind
+
+	mu       sync.Mutex
+	rnd      *rand.Rand
+	injected map[string]int
+	enabled  bool
+}
+
+// NewChaos returns a Chaos over next with the given seed, enabled.
+func NewChaos(next http.RoundTripper, seed uint64, rate map[Position]float64) *Chaos {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &Chaos{Next: next, Rate: rate, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), injected: map[string]int{}, enabled: true}
+}
+
+// SetEnabled turns injection on or off (to read the final state cleanly).
+func (c *Chaos) SetEnabled(on bool) { c.mu.Lock(); c.enabled = on; c.mu.Unlock() }
+
+// Injected returns the faults injected so far, keyed "position/kind".
+func (c *Chaos) Injected() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.injected))
+	for k, v := range c.injected {
+		out[k] = v
+	}
+	return out
+}
+
+// PositionOf classifies a DynamoDB request by its target and body.
+func PositionOf(target string, body []byte) Position {
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	switch op {
+	case "PutItem":
+		if bytes.Contains(body, []byte(`"in_progress"`)) && bytes.Contains(body, []byte(`"state":{"S":"in_progress"}`)) {
+			return Claim
+		}
+		if bytes.Contains(body, []byte(`"state":{"S":"completed"}`)) {
+			return Commit
+		}
+	case "TransactWriteItems":
+		return Commit
+	case "DeleteItem":
+		return Release
+	case "GetItem":
+		return Fallback
+	}
+	return Other
+}
+
+func (c *Chaos) draw(pos Position) (Kind, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.enabled || c.rnd.Float64() >= c.Rate[pos] {
+		return "", false
+	}
+	kinds := c.Kinds
+	if len(kinds) == 0 {
+		kinds = Kinds
+	}
+	k := kinds[c.rnd.IntN(len(kinds))]
+	c.injected[string(pos)+"/"+string(k)]++
+	return k, true
+}
+
+// RoundTrip forwards req, or fails it as drawn.
+func (c *Chaos) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	kind, fault := c.draw(PositionOf(req.Header.Get("X-Amz-Target"), body))
+	if !fault {
+		return c.Next.RoundTrip(req)
+	}
+	switch kind {
+	case Throttle:
+		return synthetic(req, http.StatusBadRequest, "com.amazonaws.dynamodb.v20120810#ThrottlingException", "Rate of requests exceeds the allowed throughput (injected)"), nil
+	case ServerError:
+		return synthetic(req, http.StatusInternalServerError, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error (injected)"), nil
+	case TimeoutBefore:
+		return nil, timeoutError{}
+	default: // TimeoutAfter
+		resp, err := c.Next.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return nil, timeoutError{after: true}
+	}
+}
+
+func synthetic(req *http.Request, status int, typ, msg string) *http.Response {
+	b := fmt.Sprintf(`{"__type":%q,"message":%q}`, typ, msg)
+	return &http.Response{
+		StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body:          io.NopCloser(strings.NewReader(b)),
+		ContentLength: int64(len(b)),
+		Request:       req,
+	}
+}
