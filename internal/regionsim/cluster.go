@@ -1,0 +1,557 @@
+package regionsim
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/localstack"
+)
+
+// DefaultRegions are the regions of a cluster when Options.Regions is empty.
+var DefaultRegions = []string{"us-east-1", "eu-west-1", "ap-southeast-2"}
+
+// ErrCutOff is the error inside the connection error that a client of a
+// cut-off region gets.
+var ErrCutOff = errors.New("regionsim: region is cut off")
+
+// Options configure a Cluster. The zero value of each field selects its
+// default.
+type Options struct {
+	// Regions names the regions (default DefaultRegions).
+	Regions []string
+	// Lag is the replication lag: a change committed in one region is
+	// applied to the others Lag after it was committed (by Clock), at the
+	// first Pump from then on. Zero: at the next Pump.
+	Lag time.Duration
+	// Clock is the time of the replicator (default time.Now). Simulations
+	// inject a virtual clock so that lag is deterministic.
+	Clock func() time.Time
+	// Shared makes every region a client of ONE emulator: a model of a
+	// multi-Region strongly consistent (MRSC) table, whose conditional
+	// writes are linearizable across regions because there is one copy.
+	// Nothing is replicated; cutting a region off still fails its clients.
+	Shared bool
+}
+
+// Cluster is a set of emulated DynamoDB regions joined by a replicator
+// with last-writer-wins conflict resolution, as on a multi-Region
+// eventually consistent (MREC) global table.
+//
+// Each region is an independent embedded emulator (localstack.Start with
+// Embedded), so a conditional write in one region is checked against that
+// region's copy only. The clients of a region (Region.Client) send their
+// HTTP requests through the region's front, which fails them with a
+// connection error while the region is cut off and, after every successful
+// write (PutItem, UpdateItem, DeleteItem, TransactWriteItems), queues each
+// changed item's new image (or its deletion) for every other region,
+// stamped with the
+// replicator's clock and a sequence number. A put's image is its item (a
+// put replaces the whole item); an update's is read back with a consistent
+// GetItem while the region's writes are held. Pump applies the queued changes
+// that are due (Lag after their commit) and whose source and destination
+// are both reachable. A destination applies a change only if its stamp is
+// later than the stamp of the item's version it holds (last writer wins);
+// an older change is dropped, as DynamoDB drops the losing write of a
+// conflict. BatchWriteItem is not captured. Only tables created with
+// CreateGlobalTable are replicated.
+//
+// A Cluster is safe for concurrent use.
+type Cluster struct {
+	opts    Options
+	regions []*Region
+	byName  map[string]*Region
+
+	mu     sync.Mutex
+	queue  []*delivery
+	tables map[string][]string // global table -> key attribute names
+	origin map[string]string   // item id -> region that first wrote it
+	seq    uint64
+	errs   []error
+}
+
+// Region is one emulated region.
+type Region struct {
+	// Name is the region's name.
+	Name string
+	// Client is a client of the region for the code under test: its calls
+	// fail with a connection error while the region is cut off, and its
+	// writes are replicated. It makes one attempt per call (no SDK retries,
+	// whose backoff would sleep in real time).
+	Client *dynamodb.Client
+
+	cluster  *Cluster
+	endpoint *localstack.Endpoint // nil for the regions of a shared cluster but the first
+	url      string
+	raw      *http.Client
+	down     atomic.Bool
+
+	mu       sync.Mutex       // serialises a write with its capture, and deliveries
+	versions map[string]stamp // item id -> stamp of the version this region holds
+}
+
+// stamp orders item versions for last-writer-wins.
+type stamp struct {
+	at  time.Time
+	seq uint64
+}
+
+func (s stamp) after(o stamp) bool {
+	if c := s.at.Compare(o.at); c != 0 {
+		return c > 0
+	}
+	return s.seq > o.seq
+}
+
+// delivery is one change on its way to one region.
+type delivery struct {
+	due      time.Time
+	seq      uint64
+	src, dst *Region
+	table    string
+	id       string
+	key      json.RawMessage // the item's key attributes
+	image    json.RawMessage // the new item, nil for a deletion
+	stamp    stamp
+}
+
+// Start starts a cluster: one embedded emulator per region (one in all for
+// Shared). The caller must Close it.
+func Start(ctx context.Context, optFns ...func(*Options)) (*Cluster, error) {
+	c := &Cluster{byName: map[string]*Region{}, tables: map[string][]string{}, origin: map[string]string{}}
+	for _, fn := range optFns {
+		fn(&c.opts)
+	}
+	if len(c.opts.Regions) == 0 {
+		c.opts.Regions = DefaultRegions
+	}
+	if c.opts.Clock == nil {
+		c.opts.Clock = time.Now
+	}
+	for _, name := range c.opts.Regions {
+		if name == "" || c.byName[name] != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("regionsim: region names must be distinct and not empty: %q", c.opts.Regions)
+		}
+		r := &Region{Name: name, cluster: c, raw: &http.Client{}, versions: map[string]stamp{}}
+		front := &front{region: r}
+		if c.opts.Shared && len(c.regions) > 0 {
+			r.url = c.regions[0].url
+			r.Client = c.regions[0].endpoint.NewClient(func(o *dynamodb.Options) {
+				o.HTTPClient = front
+				o.Retryer = aws.NopRetryer{}
+				o.Region = name
+			})
+		} else {
+			ep, err := localstack.Start(ctx, func(o *localstack.Options) {
+				o.Embedded = true
+				o.Region = name
+				o.HTTPClient = front
+			})
+			if err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+			r.endpoint, r.url = ep, ep.URL
+			r.Client = ep.NewClient(func(o *dynamodb.Options) { o.Retryer = aws.NopRetryer{} })
+		}
+		c.regions = append(c.regions, r)
+		c.byName[name] = r
+	}
+	return c, nil
+}
+
+// Close stops every emulator.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, r := range c.regions {
+		if r.endpoint != nil {
+			errs = append(errs, r.endpoint.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Regions returns the regions in configuration order.
+func (c *Cluster) Regions() []*Region { return append([]*Region(nil), c.regions...) }
+
+// Region returns the region name, or nil.
+func (c *Cluster) Region(name string) *Region { return c.byName[name] }
+
+// Names returns the region names in configuration order.
+func (c *Cluster) Names() []string { return append([]string(nil), c.opts.Regions...) }
+
+// CreateGlobalTable creates table in every region (once for Shared), on
+// demand, with a String partition key named hashKey, and replicates it.
+func (c *Cluster) CreateGlobalTable(ctx context.Context, table, hashKey string) error {
+	for _, r := range c.regions {
+		if c.opts.Shared && r != c.regions[0] {
+			break
+		}
+		setup := r.endpoint.NewClient(func(o *dynamodb.Options) { o.HTTPClient = r.raw })
+		_, err := setup.CreateTable(ctx, &dynamodb.CreateTableInput{
+			TableName:            &table,
+			BillingMode:          types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: &hashKey, AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: &hashKey, KeyType: types.KeyTypeHash}},
+		})
+		if err != nil {
+			return fmt.Errorf("regionsim: creating %s in %s: %w", table, r.Name, err)
+		}
+	}
+	c.mu.Lock()
+	c.tables[table] = []string{hashKey}
+	c.mu.Unlock()
+	return nil
+}
+
+// CutOff makes the region unreachable: its clients' calls fail with a
+// connection error, and replication to and from it is held until Restore.
+func (c *Cluster) CutOff(name string) { c.mustRegion(name).down.Store(true) }
+
+// Restore makes a cut-off region reachable again; the changes held for it
+// and from it flow at the next Pump.
+func (c *Cluster) Restore(name string) { c.mustRegion(name).down.Store(false) }
+
+// Down reports whether the region is cut off.
+func (c *Cluster) Down(name string) bool { return c.mustRegion(name).down.Load() }
+
+func (c *Cluster) mustRegion(name string) *Region {
+	r := c.byName[name]
+	if r == nil {
+		panic("regionsim: unknown region " + name)
+	}
+	return r
+}
+
+// Pump applies every queued change that is due by the clock and whose
+// source and destination regions are reachable, in commit order, and
+// returns how many it applied (dropped ones, which lost to a later version,
+// included). It returns the first error of a delivery or of a capture since
+// the last Pump; a delivery that failed is dropped.
+func (c *Cluster) Pump(ctx context.Context) (int, error) {
+	now := c.opts.Clock()
+	c.mu.Lock()
+	var ready []*delivery
+	rest := c.queue[:0]
+	for _, d := range c.queue {
+		if !d.due.After(now) && !d.src.down.Load() && !d.dst.down.Load() {
+			ready = append(ready, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	c.queue = rest
+	errs := c.errs
+	c.errs = nil
+	c.mu.Unlock()
+	for _, d := range ready {
+		if err := d.dst.apply(ctx, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return len(ready), errs[0]
+	}
+	return len(ready), nil
+}
+
+// Pending returns the number of queued changes (per destination).
+func (c *Cluster) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
+// Origin returns the region in which the item of table whose String hash
+// key is value was first written, or "" if no write of it was captured.
+func (c *Cluster) Origin(table, hashKey, value string) string {
+	v, _ := json.Marshal(value)
+	keyJSON, err := canonicalKey(map[string]json.RawMessage{hashKey: json.RawMessage(`{"S":` + string(v) + `}`)})
+	if err != nil {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.origin[table+"\x00"+string(keyJSON)]
+}
+
+// Items returns the items of table in region, read past the region's
+// front (it works while the region is cut off).
+func (c *Cluster) Items(ctx context.Context, region, table string) ([]map[string]types.AttributeValue, error) {
+	r := c.mustRegion(region)
+	client := dynamodb.NewFromConfig(aws.Config{Region: r.Name, Credentials: aws.AnonymousCredentials{}}, func(o *dynamodb.Options) {
+		o.BaseEndpoint = aws.String(r.url)
+		o.HTTPClient = r.raw
+	})
+	var items []map[string]types.AttributeValue
+	in := &dynamodb.ScanInput{TableName: &table, ConsistentRead: aws.Bool(true)}
+	for {
+		out, err := client.Scan(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, out.Items...)
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// capture records the changes of a successful write of op in r. The caller
+// holds r.mu, so no other write or delivery interleaves in r.
+func (c *Cluster) capture(ctx context.Context, r *Region, op string, body []byte) {
+	refs, err := c.writtenItems(op, body)
+	if err == nil && len(refs) > 0 {
+		for _, ref := range refs {
+			if err = c.captureItem(ctx, r, ref); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		c.mu.Lock()
+		c.errs = append(c.errs, fmt.Errorf("regionsim: capturing %s in %s: %w", op, r.Name, err))
+		c.mu.Unlock()
+	}
+}
+
+// itemRef names an item of a replicated table, with its new image when
+// the write says it: a put replaces the whole item, a delete removes it.
+type itemRef struct {
+	table   string
+	key     map[string]json.RawMessage
+	image   json.RawMessage // the put item
+	deleted bool
+	known   bool // image or deleted is the new state; no read-back needed
+}
+
+// writtenItems lists the items of replicated tables that a write changed.
+func (c *Cluster) writtenItems(op string, body []byte) ([]itemRef, error) {
+	type action struct {
+		TableName string
+		Item      map[string]json.RawMessage
+		Key       map[string]json.RawMessage
+		op        string
+	}
+	var actions []action
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem":
+		var a action
+		if err := json.Unmarshal(body, &a); err != nil {
+			return nil, err
+		}
+		a.op = op
+		actions = append(actions, a)
+	case "TransactWriteItems":
+		var in struct {
+			TransactItems []struct{ Put, Update, Delete *action }
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			return nil, err
+		}
+		for _, ti := range in.TransactItems {
+			for _, w := range []struct {
+				a  *action
+				op string
+			}{{ti.Put, "PutItem"}, {ti.Update, "UpdateItem"}, {ti.Delete, "DeleteItem"}} {
+				if w.a != nil {
+					w.a.op = w.op
+					actions = append(actions, *w.a)
+				}
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var refs []itemRef
+	for _, a := range actions {
+		attrs, ok := c.tables[a.TableName]
+		if !ok {
+			continue // a regional table
+		}
+		key := a.Key
+		if key == nil {
+			key = map[string]json.RawMessage{}
+			for _, name := range attrs {
+				if v, ok := a.Item[name]; ok {
+					key[name] = v
+				}
+			}
+		}
+		ref := itemRef{table: a.TableName, key: key}
+		switch a.op {
+		case "PutItem":
+			image, err := json.Marshal(a.Item)
+			if err != nil {
+				return nil, err
+			}
+			ref.image, ref.known = image, true
+		case "DeleteItem":
+			ref.deleted, ref.known = true, true
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+func (c *Cluster) captureItem(ctx context.Context, r *Region, ref itemRef) error {
+	keyJSON, err := canonicalKey(ref.key)
+	if err != nil {
+		return err
+	}
+	image := ref.image
+	if !ref.known {
+		var out struct{ Item json.RawMessage }
+		if err := r.call(ctx, "GetItem", map[string]any{"TableName": ref.table, "Key": json.RawMessage(keyJSON), "ConsistentRead": true}, &out); err != nil {
+			return err
+		}
+		image = out.Item
+		if len(image) == 0 || string(image) == "null" || string(image) == "{}" {
+			image = nil
+		}
+	}
+	id := ref.table + "\x00" + string(keyJSON)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	st := stamp{at: c.opts.Clock(), seq: c.seq}
+	r.versions[id] = st
+	if _, ok := c.origin[id]; !ok && image != nil {
+		c.origin[id] = r.Name
+	}
+	for _, dst := range c.regions {
+		if dst == r {
+			continue
+		}
+		c.queue = append(c.queue, &delivery{due: st.at.Add(c.opts.Lag), seq: st.seq, src: r, dst: dst,
+			table: ref.table, id: id, key: keyJSON, image: image, stamp: st})
+	}
+	slices.SortStableFunc(c.queue, func(a, b *delivery) int { return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.seq, b.seq)) })
+	return nil
+}
+
+// canonicalKey encodes a key with sorted attribute names and compact values.
+func canonicalKey(key map[string]json.RawMessage) ([]byte, error) {
+	norm := make(map[string]json.RawMessage, len(key))
+	for k, v := range key {
+		var b bytes.Buffer
+		if err := json.Compact(&b, v); err != nil {
+			return nil, err
+		}
+		norm[k] = b.Bytes()
+	}
+	return json.Marshal(norm) // map keys are sorted
+}
+
+// apply writes a replicated change into r unless r holds a later version.
+func (r *Region) apply(ctx context.Context, d *delivery) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.versions[d.id]; ok && !d.stamp.after(cur) {
+		return nil // last writer wins: r's version is later
+	}
+	var err error
+	if d.image != nil {
+		err = r.call(ctx, "PutItem", map[string]any{"TableName": d.table, "Item": d.image}, nil)
+	} else {
+		err = r.call(ctx, "DeleteItem", map[string]any{"TableName": d.table, "Key": d.key}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("regionsim: replicating into %s: %w", r.Name, err)
+	}
+	r.versions[d.id] = d.stamp
+	return nil
+}
+
+// call sends one DynamoDB JSON request straight to the region's emulator,
+// past its front.
+func (r *Region) call(ctx context.Context, op string, in any, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Amz-Target", "DynamoDB_20120810."+op)
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	resp, err := r.raw.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", op, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// front is the HTTP client of a region's Client: the place where a cut-off
+// region refuses connections and where writes are captured.
+type front struct{ region *Region }
+
+// Do implements aws.HTTPClient.
+func (f *front) Do(req *http.Request) (*http.Response, error) {
+	r := f.region
+	if r.down.Load() {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w: %s", ErrCutOff, r.Name)}
+	}
+	target := req.Header.Get("X-Amz-Target")
+	op := target[strings.LastIndexByte(target, '.')+1:]
+	switch op {
+	case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems":
+	default:
+		return r.raw.Do(req)
+	}
+	if r.cluster.opts.Shared {
+		return r.raw.Do(req)
+	}
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	resp, err := r.raw.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	respBody, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	r.cluster.capture(req.Context(), r, op, body)
+	return resp, nil
+}

@@ -1,0 +1,174 @@
+// Package multiregion is an idemkey.Store over the regional replicas of
+// one DynamoDB global table, with the consistency model chosen explicitly
+// at construction (New, Options.Mode). It is for services that run in
+// several AWS regions and guard requests with one key table; handler.New,
+// idemkey.New and the lambda front doors take it in place of a
+// *dynamostore.Store.
+//
+// It is not a replication mechanism (DynamoDB global tables replicate), not
+// a health checker (a region is unavailable when a call to it fails), and
+// not a router of user traffic between regions: it decides only where the
+// key store's calls go.
+//
+// # Why naive use is wrong
+//
+// On a multi-Region eventually consistent (MREC) global table, the default,
+// a conditional write is checked only against the replica of the region it
+// is sent to, replication is asynchronous (typically under a second, with no
+// SLA) and concurrent writes of one item in two regions are resolved last
+// writer wins. A client that times out in region A after A executed its
+// request, and retries into region B before A's key record has replicated,
+// finds no key in B: the request executes twice. Its two key records then
+// collide and one of them silently disappears, so the key store no longer
+// even shows that it happened. The simulation in internal/regionsim shows
+// it (mode naive).
+//
+// # Modes
+//
+// SingleRegion (the default) is a *dynamostore.Store: one region.
+//
+// HomeRegion is for MREC tables. Every (scope, key) has one home region:
+// Options.Pins[scope] when the scope is pinned, else the first region of
+// HomeOrder, rendezvous hashing of SHA-256(scope, key, region) over the
+// configured region names, whose remaining order is the key's failover
+// order. Every claim, commit and read of the key goes to its home region,
+// from whichever region the request arrives in (the Store holds a client
+// for every region). Its key record therefore has one writer region: its
+// conditional writes are checked against a replica that has seen every
+// earlier write of the item, and last-writer-wins never has two versions
+// to choose from. Staged effects commit in the same TransactWriteItems as
+// the key record, in the home region; that is why the effect tables must be
+// global tables too (or regional tables in every region, if effects need
+// not be replicated), written only through the key's commit. Cost: a key
+// homed in another region costs a cross-region round trip per DynamoDB
+// call; pin scopes to the region their traffic comes from to avoid it.
+//
+// When the home region cannot be reached (a transport failure, a 5xx or
+// throttling after the SDK's retries), HomeRegion fails closed: Claim
+// returns a *RegionError that wraps the *dynamostore.StoreError, the Guard
+// answers 503 with Retry-After, and nothing executes. No duplicate is
+// possible; the keys homed in that region are unavailable for the outage.
+//
+// Strong is for multi-Region strongly consistent (MRSC) tables, whose
+// conditional writes are linearizable across regions: any region may serve
+// any key. Calls go to Options.Local, and to the other regions when it is
+// unreachable (which is safe on MRSC). A ReplicatedWriteConflictException
+// (another region is writing the same item) is retried with bounded,
+// jittered backoff (Options.ConflictRetry); the SDK's retryer does not retry
+// it. A claim whose write timed out in one region and is repeated in
+// another may find its own first attempt applied, as another request's
+// claim: it answers 409 until that claim's lease runs out, never a second
+// execution.
+//
+// # Failover and its fence
+//
+// Options.Failover lets HomeRegion trade that unavailability for a stated
+// risk: a claim whose home region cannot be reached goes to the next
+// reachable region of the key's order. The risk: a key whose home region
+// executed it within the replication lag before the outage, and whose
+// record had not left the home region when it went dark, executes again in
+// the failover region. Duplicates are possible for exactly those keys, and
+// every one of them is reported: each failover decision goes to
+// Options.Observer (EventFailover), and Reconcile reports every key that
+// executed in two regions (EventTwoRegionExecution).
+//
+// The fence is designed to survive last-writer-wins. A failover claim never
+// writes the key's home record (the item whose home region may hold an
+// unreplicated version). It writes a failover record under its own
+// partition key, the scope encoded as
+//
+//	scope + "\x00failover@" + region
+//
+// with the same key, so the item's partition key is
+// dynamostore.PartitionKeyFor(scope+"\x00failover@"+region, key). Only that
+// region ever writes that item, so no replication conflict can drop it, and
+// it carries its region (Record.Region) and its execution's lock token. The
+// encoding cannot collide with any request's record: PartitionKeyFor is
+// injective over (scope, key) pairs, with failover the Store refuses scopes
+// that hold a NUL byte (dynamostore.ErrInvalidRequest) and New refuses
+// region names that do, so a failover scope (which holds one) is never a
+// request's scope, and two failover scopes are equal only for equal scopes
+// and regions (the first NUL ends the scope). Scopes are limited to
+// dynamostore.MaxScopeBytes minus room for the suffix.
+//
+// Before claiming, a failover claim reads, in the failover region, the
+// key's home record as replicated there and the other regions' failover
+// records as replicated there: a completed one is replayed, one in flight
+// answers 409, one for another request answers 422. Only when none is found
+// does the request execute, and its staged effects commit with the failover
+// record in that region.
+//
+// When the home region is back, two things keep a failover execution from
+// being repeated there and bring its evidence home:
+//
+//   - With Failover on, a claim acquired in the home region first reads the
+//     key's failover record in each other region, in the region that wrote
+//     it (the only writer, so a consistent read there is authoritative).
+//     A completed one is promoted: the home claim commits its response,
+//     marked with its execution (PromotedHeader), and the request is
+//     answered as a replay. This costs one cross-region consistent GetItem
+//     per other region for each first execution in failover mode (the
+//     regions are read in parallel), and nothing for replays.
+//   - Reconcile lists the failover records (one filtered Scan per region),
+//     promotes each into an absent home record with a claim whose condition
+//     holds only while the key is absent, expired or abandoned, and reports
+//     every key whose home record was written by a different execution.
+//
+// Detection does not depend on timing: a failover execution and a home
+// execution of one key leave two records under two partition keys that
+// replication never merges, so whatever order things happen in, Reconcile
+// finds both until they expire. Run it once the home region is healthy
+// again, before alerting that the incident is over.
+//
+// Records do not carry their origin in a dedicated attribute: dynamostore
+// owns the record format, and until it can write a record as given, a
+// promotion is a claim plus a commit whose stored response carries
+// PromotedHeader. The Store strips the header from every record and
+// response it returns.
+//
+// Changing Pins or the region list re-homes keys. A key re-homed while its
+// old home's record has not replicated can execute again; change them when
+// replication has caught up.
+//
+// # What MRSC tables do not support
+//
+// From the DynamoDB developer guide, "Global tables core concepts"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/V2globaltables_HowItWorks.html):
+//
+//   - "Global tables configured for multi-Region strong consistency (MRSC)
+//     do not support transaction operations, and will return an error if
+//     those operations are invoked on an MRSC replica." So the key record
+//     and staged effects cannot commit together: New refuses Strong with
+//     Effects = EffectsStaged (ErrTransactionsUnsupported), and a Strong
+//     commit with staged effects fails before writing. The alternative:
+//     write each effect after the claim, keyed by the idempotency key, with
+//     its own attribute_not_exists condition, so that a second execution's
+//     write fails harmlessly; declare EffectsKeyed.
+//   - "Global tables configured for multi-Region strong consistency (MRSC)
+//     do not support configuring Time To Live (TTL) deletion." New refuses
+//     Strong with Eviction = EvictByTTL (ErrTTLUnsupported): expired key
+//     records are absent for every read and condition of dynamostore, but
+//     only a sweeper deletes them; declare EvictBySweeper.
+//   - On MREC tables, transactions "are only atomic within the Region where
+//     the operation was invoked" and are not replicated as a unit: other
+//     regions may briefly see the key record without its effects. The home
+//     region, where everything about the key is read, never does.
+//
+// From the same guide, "DynamoDB global tables security"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/globaltables-security.html):
+// MRSC global tables need exactly three regions (three replicas, or two
+// replicas and a witness), and TTL is only supported on MREC global tables.
+// From the API reference, ReplicatedWriteConflictException
+// (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html#API_PutItem_Errors):
+// "The request was rejected because one or more items in the request are
+// being modified by a request in another Region"; aws-sdk-go-v2 v1.74.0
+// models it as types.ReplicatedWriteConflictException, which
+// isReplicatedWriteConflict matches (and its error code, for wrapped
+// copies).
+//
+// In HomeRegion mode New refuses EffectsKeyed: on an MREC table a keyed
+// effect's attribute_not_exists is checked only in the region that writes
+// it, so it stops no second execution elsewhere.
+//
+// README.md in this directory has the decision table.
+package multiregion

@@ -1,0 +1,73 @@
+package multiregion
+
+import (
+	"errors"
+	"strings"
+)
+
+var (
+	// ErrInvalidConfig reports a configuration New refuses: no regions, a
+	// region without a name or store, a duplicate name, a pin to an unknown
+	// region, or an option that does not apply to the mode.
+	ErrInvalidConfig = errors.New("multiregion: invalid configuration")
+
+	// ErrTransactionsUnsupported reports effects staged for a
+	// TransactWriteItems on a table that cannot run one: a Strong
+	// (multi-Region strong consistency) table. New returns it (in a
+	// *ConfigError) for Strong mode unless Options.Effects says effects are
+	// keyed or absent; Commit returns it when a Strong-mode commit carries
+	// staged effects anyway. Nothing is written in either case.
+	ErrTransactionsUnsupported = errors.New("multiregion: MRSC tables do not support transactions")
+
+	// ErrTTLUnsupported reports a configuration that relies on DynamoDB TTL
+	// to evict key records on a table that has none: a Strong (multi-Region
+	// strong consistency) table. New returns it (in a *ConfigError) for
+	// Strong mode unless Options.Eviction is EvictBySweeper.
+	ErrTTLUnsupported = errors.New("multiregion: MRSC tables do not support TTL")
+
+	// ErrUnknownRegion reports a claim whose record names a region the
+	// router does not know (a claim made by another router or store).
+	ErrUnknownRegion = errors.New("multiregion: claim from an unknown region")
+
+	// ErrNoScanner reports that Reconcile needs a Scanner for a region and
+	// none was configured (Region.Scanner).
+	ErrNoScanner = errors.New("multiregion: region has no scanner")
+)
+
+// ConfigError is the error New returns for a configuration it refuses. It
+// matches ErrInvalidConfig, and also ErrTransactionsUnsupported or
+// ErrTTLUnsupported when that is the reason, with errors.Is.
+type ConfigError struct {
+	Mode   Mode
+	Field  string // the option or region at fault, e.g. "Effects"
+	Reason string // what is wrong and what to do instead
+	Err    error  // ErrInvalidConfig, ErrTransactionsUnsupported or ErrTTLUnsupported
+}
+
+func (e *ConfigError) Error() string {
+	return "multiregion: " + e.Mode.String() + " mode: " + e.Field + ": " + e.Reason
+}
+
+// Unwrap returns the sentinel error of the refusal.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInvalidConfig (every ConfigError is one).
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// RegionError reports that no region that may serve a request could be
+// reached: the key's home region (HomeRegion mode without failover), every
+// region of the key's order (with failover), or every region (Strong). Err
+// is the last region's error, a *dynamostore.StoreError, so the idemkey
+// Guard answers it as unavailable (503 with Retry-After) and nothing runs.
+type RegionError struct {
+	// Regions are the regions tried, in order.
+	Regions []string
+	Err     error
+}
+
+func (e *RegionError) Error() string {
+	return "multiregion: region " + strings.Join(e.Regions, ", ") + " unavailable: " + e.Err.Error()
+}
+
+// Unwrap returns the last region's error.
+func (e *RegionError) Unwrap() error { return e.Err }

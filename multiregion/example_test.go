@@ -1,0 +1,72 @@
+package multiregion_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkey/idemkey/multiregion"
+)
+
+// Every key has a home region and a failover order, the same in every
+// process that knows the same region names.
+func ExampleHomeOrder() {
+	regions := []string{"us-east-1", "eu-west-1", "ap-southeast-2"}
+	for _, key := range []string{"order-41", "order-42", "order-43"} {
+		fmt.Println(key, multiregion.HomeOrder("tenant-a", key, regions))
+	}
+	// Output:
+	// order-41 [eu-west-1 us-east-1 ap-southeast-2]
+	// order-42 [us-east-1 ap-southeast-2 eu-west-1]
+	// order-43 [ap-southeast-2 eu-west-1 us-east-1]
+}
+
+// Strong mode refuses effects staged in transactions: MRSC tables reject
+// TransactWriteItems.
+func ExampleNew_strongRefusesStagedEffects() {
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"}) // one client per region in real use
+	regions := []multiregion.Region{
+		multiregion.NewRegion("us-east-1", client, "idemkey-keys"),
+		multiregion.NewRegion("us-east-2", client, "idemkey-keys"),
+		multiregion.NewRegion("us-west-2", client, "idemkey-keys"),
+	}
+	_, err := multiregion.New(regions, func(o *multiregion.Options) {
+		o.Mode = multiregion.Strong
+		o.Eviction = multiregion.EvictBySweeper
+	})
+	fmt.Println(errors.Is(err, multiregion.ErrTransactionsUnsupported))
+
+	store, err := multiregion.New(regions, func(o *multiregion.Options) {
+		o.Mode = multiregion.Strong
+		o.Local = "us-east-2"
+		o.Effects = multiregion.EffectsKeyed // each effect written after the claim, keyed by the idempotency key
+		o.Eviction = multiregion.EvictBySweeper
+	})
+	fmt.Println(err, store.Order("tenant-a", "order-42"))
+	// Output:
+	// true
+	// <nil> [us-east-2 us-east-1 us-west-2]
+}
+
+// HomeRegion mode with failover, and the metric of every failover decision.
+func ExampleNew_homeRegionWithFailover() {
+	client := dynamodb.New(dynamodb.Options{Region: "eu-west-1"})
+	var counters multiregion.Counters
+	store, err := multiregion.New([]multiregion.Region{
+		multiregion.NewRegion("eu-west-1", client, "idemkey-keys"),
+		multiregion.NewRegion("eu-central-1", client, "idemkey-keys"),
+	}, func(o *multiregion.Options) {
+		o.Mode = multiregion.HomeRegion
+		o.Pins = map[string]string{"tenant-de": "eu-central-1"}
+		o.Failover = true
+		o.Observer = counters.Observe
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(store.Home("tenant-de", "invoice-7"), counters.Count(multiregion.EventFailover))
+	// Output:
+	// eu-central-1 0
+}

@@ -1,0 +1,330 @@
+package multiregion
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemkey/idemkey"
+	"github.com/idemkey/idemkey/dynamostore"
+)
+
+// failoverMarker separates a scope from the region of a failover record in
+// the scope the record is stored under: scope + failoverMarker + region.
+// It begins with a NUL byte, which HomeRegion mode with failover refuses in
+// scopes and New refuses in region names, so no stored scope of a request
+// can equal the scope of a failover record.
+const failoverMarker = "\x00failover@"
+
+// failoverScope returns the scope a failover record of scope is stored under
+// in region.
+func failoverScope(scope, region string) string { return scope + failoverMarker + region }
+
+// splitFailoverScope inverts failoverScope. ok is false for a scope that is
+// not a failover scope.
+func splitFailoverScope(stored string) (scope, region string, ok bool) {
+	i := strings.IndexByte(stored, 0)
+	if i < 0 || !strings.HasPrefix(stored[i:], failoverMarker) {
+		return stored, "", false
+	}
+	region = stored[i+len(failoverMarker):]
+	if region == "" || strings.IndexByte(region, 0) >= 0 {
+		return stored, "", false
+	}
+	return stored[:i], region, true
+}
+
+// PromotedHeader is the response header with which a failover record
+// promoted into its home record is marked: its value is the failover
+// record's region and lock token ("eu-west-1 ABC..."), which identify the
+// execution. The Store removes it from every record and response it
+// returns, and from the responses it commits: handlers cannot set it.
+const PromotedHeader = "Idemkey-Promoted-From"
+
+// executionID identifies one execution: the region that claimed the key and
+// the claim's random lock token.
+func executionID(rec *dynamostore.Record) string { return rec.Region + " " + rec.LockToken }
+
+func withMarker(resp dynamostore.Response, rec *dynamostore.Record) dynamostore.Response {
+	h := withoutMarker(resp.Header)
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(PromotedHeader, executionID(rec))
+	resp.Header = h
+	return resp
+}
+
+// withoutMarker returns h without PromotedHeader, copying it only when it
+// has one.
+func withoutMarker(h http.Header) http.Header {
+	if h.Get(PromotedHeader) == "" && len(h.Values(PromotedHeader)) == 0 {
+		return h
+	}
+	c := h.Clone()
+	c.Del(PromotedHeader)
+	if len(c) == 0 {
+		return nil
+	}
+	return c
+}
+
+// promotedFrom returns the execution a home record was promoted from, or "".
+func promotedFrom(rec *dynamostore.Record) string {
+	if rec == nil || rec.Response == nil {
+		return ""
+	}
+	return rec.Response.Header.Get(PromotedHeader)
+}
+
+// userView returns rec as callers see it: under the request's scope, and
+// without the promotion marker. rec itself is not modified.
+func userView(rec *dynamostore.Record) *dynamostore.Record {
+	if rec == nil {
+		return nil
+	}
+	scope, _, isFailover := splitFailoverScope(rec.Scope)
+	marked := rec.Response != nil && rec.Response.Header.Get(PromotedHeader) != ""
+	if !isFailover && !marked {
+		return rec
+	}
+	c := *rec
+	c.Scope = scope
+	if marked {
+		r := *rec.Response
+		r.Header = withoutMarker(r.Header)
+		c.Response = &r
+	}
+	return &c
+}
+
+func userClaim(c *dynamostore.Claim) *dynamostore.Claim {
+	if c == nil {
+		return nil
+	}
+	return &dynamostore.Claim{Outcome: c.Outcome, Record: userView(c.Record)}
+}
+
+// checkScope refuses scopes that could collide with failover scopes or not
+// fit with the failover suffix (HomeRegion mode with failover).
+func (s *Store) checkScope(scope string) error {
+	if !s.opts.Failover {
+		return nil
+	}
+	if strings.IndexByte(scope, 0) >= 0 {
+		return fmt.Errorf("%w: scope holds a NUL byte, reserved for failover records", dynamostore.ErrInvalidRequest)
+	}
+	if len(scope) > s.scopeRoom {
+		return fmt.Errorf("%w: scope longer than %d bytes (room is kept for the failover suffix)", dynamostore.ErrInvalidRequest, s.scopeRoom)
+	}
+	return nil
+}
+
+// homeClaim is Claim in HomeRegion mode.
+func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
+	if err := s.checkScope(req.Scope); err != nil {
+		return nil, err
+	}
+	order := s.order(req.Scope, req.Key)
+	home := order[0]
+	c, err := home.store.Claim(ctx, req)
+	if err == nil {
+		if c.Outcome == dynamostore.Acquired && s.opts.Failover && len(order) > 1 {
+			return s.fenceCheck(ctx, req, order, c)
+		}
+		return userClaim(c), nil
+	}
+	if !unavailable(ctx, err) {
+		return nil, err
+	}
+	if !s.opts.Failover || len(order) == 1 {
+		s.observe(Event{Kind: EventFailClosed, Scope: req.Scope, Key: req.Key, Home: home.name, Region: home.name, Err: err})
+		return nil, &RegionError{Regions: []string{home.name}, Err: err}
+	}
+	tried := []string{home.name}
+	for _, r := range order[1:] {
+		tried = append(tried, r.name)
+		fc, ferr := s.failoverClaim(ctx, req, order, r)
+		if ferr == nil {
+			s.observe(Event{Kind: EventFailover, Scope: req.Scope, Key: req.Key, Home: home.name, Region: r.name, Err: err})
+			return fc, nil
+		}
+		if !unavailable(ctx, ferr) {
+			return nil, ferr
+		}
+		err = ferr
+	}
+	s.observe(Event{Kind: EventFailClosed, Scope: req.Scope, Key: req.Key, Home: home.name, Region: tried[len(tried)-1], Err: err})
+	return nil, &RegionError{Regions: tried, Err: err}
+}
+
+// failoverClaim claims req's key in r, which is not its home. It first
+// looks in r for a live record that decides the request without executing:
+// the home record as replicated into r, then the failover records of other
+// regions as replicated into r. Only when none is found does it claim the
+// key's failover record of r, which only r ever writes.
+func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []*region, r *region) (*dynamostore.Claim, error) {
+	scopes := []string{req.Scope}
+	for _, x := range order[1:] {
+		if x != r {
+			scopes = append(scopes, failoverScope(req.Scope, x.name))
+		}
+	}
+	for _, sc := range scopes {
+		rec, err := r.store.Get(ctx, sc, req.Key)
+		if errors.Is(err, dynamostore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if out, ok := decideExisting(rec, req, r.store.Options().Now()); ok {
+			return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+		}
+	}
+	fr := req
+	fr.Scope = failoverScope(req.Scope, r.name)
+	c, err := r.store.Claim(ctx, fr)
+	if err != nil {
+		return nil, err
+	}
+	return userClaim(c), nil
+}
+
+// decideExisting classifies a live record found in another region against
+// req, as a claim would: Mismatch for another fingerprint, InFlight for a
+// live lock, Replay when completed. ok is false for an in-progress record
+// whose lock ran out: its owner died, and it decides nothing.
+func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time) (dynamostore.Outcome, bool) {
+	switch {
+	case subtle.ConstantTimeCompare(rec.Fingerprint, req.Fingerprint) != 1:
+		return dynamostore.Mismatch, true
+	case rec.State == dynamostore.StateCompleted && rec.Response != nil:
+		return dynamostore.Replay, true
+	case rec.State == dynamostore.StateInProgress && rec.LockExpires.After(now):
+		return dynamostore.InFlight, true
+	}
+	return 0, false
+}
+
+// fenceCheck runs after a claim acquired in the home region with failover
+// on: a failover record of the key may exist in another region, written
+// while the home region was unreachable. Each one is read in the region
+// that wrote it (the only writer of that item, so its consistent read is
+// authoritative there). A completed one is promoted into the home record
+// (the home claim commits its response, marked with its execution) and
+// answers the request as a replay; one in flight or for another request
+// releases the home claim and answers InFlight or Mismatch. The regions are
+// read in parallel; one that cannot be read is skipped and reported
+// (EventFenceCheckSkipped).
+func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*region, home *dynamostore.Claim) (*dynamostore.Claim, error) {
+	h := order[0]
+	type read struct {
+		rec *dynamostore.Record
+		err error
+	}
+	reads := make([]read, len(order)-1)
+	var wg sync.WaitGroup
+	for i, x := range order[1:] {
+		wg.Go(func() {
+			rec, err := x.store.Get(ctx, failoverScope(req.Scope, x.name), req.Key)
+			reads[i] = read{rec, err}
+		})
+	}
+	wg.Wait()
+	for i, x := range order[1:] {
+		rec, err := reads[i].rec, reads[i].err
+		if errors.Is(err, dynamostore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			s.observe(Event{Kind: EventFenceCheckSkipped, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name, Err: err})
+			continue
+		}
+		out, ok := decideExisting(rec, req, h.store.Options().Now())
+		if !ok {
+			continue
+		}
+		if out == dynamostore.Replay {
+			if _, err := h.store.Commit(ctx, home, withMarker(*rec.Response, rec), nil); err != nil {
+				_ = h.store.Release(ctx, home) // best effort: a later claim retries the promotion
+			} else {
+				s.observe(Event{Kind: EventPromoted, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name})
+			}
+		} else {
+			_ = h.store.Release(ctx, home) // best effort: the lock expires after its lease
+		}
+		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+	}
+	return userClaim(home), nil
+}
+
+// claimRegion returns the region holding c and c as that region's store
+// knows it (under the failover scope for a failover claim).
+func (s *Store) claimRegion(c *dynamostore.Claim) (*region, *dynamostore.Claim, error) {
+	if c == nil || c.Record == nil {
+		return nil, nil, fmt.Errorf("%w: no claim", dynamostore.ErrInvalidRequest)
+	}
+	r := s.byName[c.Record.Region]
+	if r == nil {
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownRegion, c.Record.Region)
+	}
+	scope, _, _ := splitFailoverScope(c.Record.Scope)
+	rec := *c.Record
+	rec.Scope = scope
+	if home := s.order(scope, rec.Key)[0]; home != r {
+		rec.Scope = failoverScope(scope, r.name)
+	}
+	return r, &dynamostore.Claim{Outcome: c.Outcome, Record: &rec}, nil
+}
+
+// homeGet is Get in HomeRegion mode.
+func (s *Store) homeGet(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
+	order := s.order(scope, key)
+	rec, err := order[0].store.Get(ctx, scope, key)
+	switch {
+	case err == nil:
+		return userView(rec), nil
+	case !s.opts.Failover:
+		if unavailable(ctx, err) {
+			return nil, &RegionError{Regions: []string{order[0].name}, Err: err}
+		}
+		return nil, err
+	case errors.Is(err, dynamostore.ErrNotFound):
+		// A failover record, read where it was written.
+		for _, x := range order[1:] {
+			rec, ferr := x.store.Get(ctx, failoverScope(scope, x.name), key)
+			if ferr == nil {
+				return userView(rec), nil
+			}
+		}
+		return nil, err
+	case !unavailable(ctx, err):
+		return nil, err
+	}
+	tried := []string{order[0].name}
+	reached := false
+	for _, r := range order[1:] {
+		tried = append(tried, r.name)
+		for _, sc := range []string{scope, failoverScope(scope, r.name)} {
+			rec, gerr := r.store.Get(ctx, sc, key)
+			switch {
+			case gerr == nil:
+				return userView(rec), nil
+			case errors.Is(gerr, dynamostore.ErrNotFound):
+				reached = true
+			default:
+				err = gerr
+			}
+		}
+	}
+	if reached {
+		return nil, dynamostore.ErrNotFound
+	}
+	return nil, &RegionError{Regions: tried, Err: err}
+}

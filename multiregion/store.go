@@ -1,0 +1,479 @@
+package multiregion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
+
+	"github.com/idemkey/idemkey"
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/txn"
+)
+
+// Mode is the consistency model of a Store, chosen at construction.
+type Mode int
+
+const (
+	// SingleRegion: one region, today's behaviour of a *dynamostore.Store.
+	// The default.
+	SingleRegion Mode = iota
+	// HomeRegion: for multi-Region eventually consistent (MREC, the
+	// default) global tables. Every (scope, key) has one home region; every
+	// claim, commit and read of the key goes there, from whichever region
+	// the request arrives in. Fails closed when the home region cannot be
+	// reached, unless Options.Failover.
+	HomeRegion
+	// Strong: for multi-Region strongly consistent (MRSC) global tables.
+	// Conditional writes are linearizable across regions, so any region
+	// serves any key: Options.Local first, the others if it is unreachable.
+	// Effects cannot be staged in transactions and records are not evicted
+	// by TTL (see New).
+	Strong
+)
+
+func (m Mode) String() string {
+	switch m {
+	case SingleRegion:
+		return "single-region"
+	case HomeRegion:
+		return "home-region"
+	case Strong:
+		return "strong"
+	}
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// EffectWrites declares how the guarded service writes its DynamoDB
+// effects, so that New can refuse a mode that cannot keep them exactly
+// once.
+type EffectWrites int
+
+const (
+	// EffectsStaged: effects are staged on the txn.Tx of the request and
+	// committed with the key record in one TransactWriteItems (the default,
+	// and the only safe choice in HomeRegion mode).
+	EffectsStaged EffectWrites = iota
+	// EffectsKeyed: the handler writes each effect itself, after the key is
+	// claimed, keyed by the idempotency key (scope and key) and with its own
+	// attribute_not_exists condition, so that a second execution's write
+	// fails harmlessly. The alternative to transactions on MRSC tables.
+	EffectsKeyed
+	// EffectsNone: the service writes no DynamoDB effects.
+	EffectsNone
+)
+
+// Eviction declares how expired key records leave the table.
+type Eviction int
+
+const (
+	// EvictByTTL: DynamoDB TTL on dynamostore.TTLAttribute deletes them
+	// (the default; dynamostore.EnsureTable enables it).
+	EvictByTTL Eviction = iota
+	// EvictBySweeper: a sweeper the service runs deletes them. Records past
+	// their expiry are absent for every read and condition either way; only
+	// storage grows when nothing deletes them.
+	EvictBySweeper
+)
+
+// RetryOptions bound the retries of ReplicatedWriteConflictException in
+// Strong mode. The zero value of each field selects its default.
+type RetryOptions struct {
+	// MaxAttempts bounds the attempts of one call (default 4).
+	MaxAttempts int
+	// BaseDelay is the backoff before the second attempt (default 20ms);
+	// it doubles per attempt up to MaxDelay (default 400ms), with full
+	// jitter.
+	BaseDelay, MaxDelay time.Duration
+}
+
+// Options configure a Store. The zero value selects SingleRegion.
+type Options struct {
+	// Mode is the consistency model (default SingleRegion).
+	Mode Mode
+	// Local is the region this process runs in, served first in Strong
+	// mode (default: the first region). SingleRegion and HomeRegion ignore
+	// it: a key's home does not depend on where the request arrives.
+	Local string
+	// Pins maps a scope to the home region of all its keys (HomeRegion
+	// only), e.g. a tenant whose data must stay in one region. Scopes not
+	// in Pins are homed by HomeOrder. The other regions follow in HomeOrder
+	// as the failover order.
+	Pins map[string]string
+	// Failover (HomeRegion only) lets a claim whose home region cannot be
+	// reached go to the next reachable region of the key's order. Off by
+	// default: then such a request is refused as unavailable and nothing
+	// can execute twice. On, a key that executed in its home region within
+	// the replication lag before the outage can execute again; Reconcile
+	// reports every such key. See the package documentation.
+	Failover bool
+	// Effects declares how the service writes its effects (default
+	// EffectsStaged). Strong mode refuses EffectsStaged; HomeRegion mode
+	// refuses EffectsKeyed.
+	Effects EffectWrites
+	// Eviction declares how expired records are deleted (default
+	// EvictByTTL). Strong mode refuses EvictByTTL.
+	Eviction Eviction
+	// ConflictRetry bounds the retries of ReplicatedWriteConflictException
+	// (Strong mode).
+	ConflictRetry RetryOptions
+	// Observer receives every routing decision (failover, fail closed,
+	// fence results, conflict retries); nil: none. It is called
+	// synchronously on the request's goroutine, possibly concurrently: it
+	// must be quick and safe for concurrent use. Counters.Observe is one.
+	Observer func(Event)
+}
+
+// Scanner is the DynamoDB call Reconcile makes to find failover records.
+// *dynamodb.Client satisfies it.
+type Scanner interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+var _ Scanner = (*dynamodb.Client)(nil)
+
+// Region is one region's replica of the key table.
+type Region struct {
+	// Name is the region's name, e.g. "eu-west-1". It is part of the
+	// home hash and of failover records: keep it stable.
+	Name string
+	// Store reads and writes the region's replica, through a DynamoDB
+	// client for that region. In HomeRegion and Strong modes its
+	// Options().Region must equal Name: records carry the region that wrote
+	// them, and commits are routed back there.
+	Store *dynamostore.Store
+	// Scanner lists the region's failover records for Reconcile: the same
+	// region's DynamoDB client. Optional; Reconcile fails without it.
+	Scanner Scanner
+}
+
+// RegionClient is what NewRegion needs: the calls of a dynamostore.Store
+// and Scan. *dynamodb.Client satisfies it.
+type RegionClient interface {
+	dynamostore.Client
+	Scanner
+}
+
+// NewRegion returns the Region name over table, read and written through
+// client (a DynamoDB client for that region): a dynamostore.Store with
+// Options.Region set to name, after optFns, and client as its Scanner.
+func NewRegion(name string, client RegionClient, table string, optFns ...func(*dynamostore.Options)) Region {
+	fns := append(append([]func(*dynamostore.Options){}, optFns...), func(o *dynamostore.Options) { o.Region = name })
+	return Region{Name: name, Store: dynamostore.New(client, table, fns...), Scanner: client}
+}
+
+// Store routes the key store's calls over several regional replicas of one
+// key table according to its Mode. It implements idemkey.Store, so
+// idemkey.New, handler.New and the lambda front doors take it in place of
+// a *dynamostore.Store. It is safe for concurrent use.
+type Store struct {
+	opts    Options
+	regions []*region // in configuration order
+	byName  map[string]*region
+	names   []string
+	local   *region
+	// scopeRoom is the longest scope a claim may have in HomeRegion mode
+	// with failover: room is left for the failover suffix.
+	scopeRoom int
+}
+
+type region struct {
+	name    string
+	store   *dynamostore.Store
+	scanner Scanner
+}
+
+var _ idemkey.Store = (*Store)(nil)
+
+// New returns a Store over regions.
+//
+// It refuses, with a *ConfigError, configurations it cannot serve or that
+// would silently lose the exactly-once guarantee:
+//
+//   - no region; a region without a name, with a NUL byte in its name, or
+//     without a store; two regions of one name; in HomeRegion and Strong
+//     modes, a region whose store writes another region name (or none);
+//   - SingleRegion with more than one region; Local naming an unknown
+//     region; Pins or Failover outside HomeRegion mode; a pin to an unknown
+//     region;
+//   - Strong with Effects = EffectsStaged (ErrTransactionsUnsupported): MRSC
+//     tables reject TransactWriteItems. Write effects keyed by the
+//     idempotency key with their own attribute_not_exists condition, after
+//     the claim, and declare EffectsKeyed;
+//   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
+//     have no TTL. Run a sweeper and declare EvictBySweeper;
+//   - HomeRegion with Effects = EffectsKeyed: on an MREC table the keyed
+//     effect's condition is checked only in the region that writes it, so
+//     it does not stop a second execution elsewhere; stage effects, which
+//     commit in the key's home region with the key.
+func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
+	s := &Store{byName: map[string]*region{}}
+	for _, fn := range optFns {
+		fn(&s.opts)
+	}
+	o := &s.opts
+	bad := func(field, reason string) error {
+		return &ConfigError{Mode: o.Mode, Field: field, Reason: reason, Err: ErrInvalidConfig}
+	}
+	if o.Mode < SingleRegion || o.Mode > Strong {
+		return nil, bad("Mode", "unknown mode")
+	}
+	if len(regions) == 0 {
+		return nil, bad("regions", "at least one region is needed")
+	}
+	longest := 0
+	for i, r := range regions {
+		field := "regions[" + strconv.Itoa(i) + "]"
+		switch {
+		case r.Name == "" || strings.IndexByte(r.Name, 0) >= 0:
+			return nil, bad(field, "a region needs a name without NUL bytes")
+		case r.Store == nil:
+			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no store")
+		case s.byName[r.Name] != nil:
+			return nil, bad(field, "region "+strconv.Quote(r.Name)+" is listed twice")
+		case o.Mode != SingleRegion && r.Store.Options().Region != r.Name:
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" writes region "+
+				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
+		}
+		reg := &region{name: r.Name, store: r.Store, scanner: r.Scanner}
+		s.regions = append(s.regions, reg)
+		s.byName[r.Name] = reg
+		s.names = append(s.names, r.Name)
+		longest = max(longest, len(r.Name))
+	}
+	s.local = s.regions[0]
+	if o.Local != "" {
+		if s.byName[o.Local] == nil {
+			return nil, bad("Local", "unknown region "+strconv.Quote(o.Local))
+		}
+		s.local = s.byName[o.Local]
+	}
+	if o.Mode != HomeRegion {
+		if len(o.Pins) > 0 {
+			return nil, bad("Pins", "pins apply to HomeRegion mode only")
+		}
+		if o.Failover {
+			return nil, bad("Failover", "failover applies to HomeRegion mode only (Strong mode always serves from any reachable region)")
+		}
+	}
+	switch o.Mode {
+	case SingleRegion:
+		if len(regions) != 1 {
+			return nil, bad("regions", "SingleRegion mode takes exactly one region; choose HomeRegion or Strong for several")
+		}
+	case HomeRegion:
+		for scope, pin := range o.Pins {
+			if s.byName[pin] == nil {
+				return nil, bad("Pins", "scope "+strconv.Quote(scope)+" is pinned to unknown region "+strconv.Quote(pin))
+			}
+		}
+		if o.Effects == EffectsKeyed {
+			return nil, bad("Effects", "on an MREC table a keyed effect's attribute_not_exists is checked only in the region that writes it, "+
+				"so it does not stop a second execution in another region; stage effects (EffectsStaged), which commit in the key's home region with the key")
+		}
+	case Strong:
+		if o.Effects == EffectsStaged {
+			return nil, &ConfigError{Mode: o.Mode, Field: "Effects", Err: ErrTransactionsUnsupported,
+				Reason: "MRSC tables reject TransactWriteItems, so staged effects cannot commit with the key; " +
+					"write each effect after the claim, keyed by the idempotency key with attribute_not_exists, and set Effects to EffectsKeyed (or EffectsNone)"}
+		}
+		if o.Eviction == EvictByTTL {
+			return nil, &ConfigError{Mode: o.Mode, Field: "Eviction", Err: ErrTTLUnsupported,
+				Reason: "MRSC tables do not support TTL, so expired records would never be deleted; run a sweeper and set Eviction to EvictBySweeper"}
+		}
+	}
+	r := o.ConflictRetry
+	if r.MaxAttempts <= 0 {
+		s.opts.ConflictRetry.MaxAttempts = 4
+	}
+	if r.BaseDelay <= 0 {
+		s.opts.ConflictRetry.BaseDelay = 20 * time.Millisecond
+	}
+	if r.MaxDelay <= 0 {
+		s.opts.ConflictRetry.MaxDelay = 400 * time.Millisecond
+	}
+	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
+	return s, nil
+}
+
+// Mode returns the store's mode.
+func (s *Store) Mode() Mode { return s.opts.Mode }
+
+// Regions returns the region names in configuration order.
+func (s *Store) Regions() []string { return append([]string(nil), s.names...) }
+
+// Order returns the regions of (scope, key) in preference order: its home
+// first (the pinned region of its scope, if any, else HomeOrder's first),
+// then its failover order. In SingleRegion and Strong modes it returns
+// Options.Local first and the others in configuration order.
+func (s *Store) Order(scope, key string) []string {
+	rs := s.order(scope, key)
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.name
+	}
+	return out
+}
+
+// Home returns the home region of (scope, key): Order(scope, key)[0].
+func (s *Store) Home(scope, key string) string { return s.order(scope, key)[0].name }
+
+func (s *Store) order(scope, key string) []*region {
+	var names []string
+	if s.opts.Mode == HomeRegion {
+		if pin, ok := s.opts.Pins[scope]; ok {
+			names = pinnedOrder(scope, key, pin, s.names)
+		} else {
+			names = HomeOrder(scope, key, s.names)
+		}
+	} else {
+		names = append([]string{s.local.name}, s.names...)
+	}
+	out := make([]*region, 0, len(s.regions))
+	for _, n := range names {
+		if r := s.byName[n]; r != nil && (len(out) == 0 || r != out[0]) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Claim claims req's key in the region the mode chooses. Its results are
+// those of dynamostore.Store.Claim; the claim's Record.Region names the
+// region that holds the claim, and Commit and Release go back there.
+//
+// HomeRegion mode: the claim goes to the key's home region. When that
+// region cannot be reached, Claim fails with a *RegionError (wrapping the
+// *dynamostore.StoreError, so the Guard answers 503), or, with Failover,
+// claims in the next reachable region of the key's order (see the package
+// documentation: the failover protocol and its fence). With Failover, a
+// scope that holds a NUL byte or is longer than dynamostore.MaxScopeBytes
+// minus room for the failover suffix is refused with
+// dynamostore.ErrInvalidRequest.
+//
+// Strong mode: the claim goes to Options.Local, or to the next region when
+// that one cannot be reached; a ReplicatedWriteConflictException is retried
+// with backoff.
+func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
+	switch s.opts.Mode {
+	case HomeRegion:
+		return s.homeClaim(ctx, req)
+	case Strong:
+		return strongCall(ctx, s, s.order(req.Scope, req.Key), req.Scope, req.Key, func(r *region) (*dynamostore.Claim, error) {
+			return r.store.Claim(ctx, req)
+		})
+	}
+	return s.local.store.Claim(ctx, req)
+}
+
+// Commit completes the claim in the region that holds it, with the
+// semantics of dynamostore.Store.Commit. In Strong mode a commit with
+// staged effects fails with ErrTransactionsUnsupported before anything is
+// written (the Guard then releases the key).
+func (s *Store) Commit(ctx context.Context, c *dynamostore.Claim, resp idemkey.Response, tx *txn.Tx) (*dynamostore.Record, error) {
+	switch s.opts.Mode {
+	case HomeRegion:
+		r, inRegion, err := s.claimRegion(c)
+		if err != nil {
+			return nil, err
+		}
+		resp.Header = withoutMarker(resp.Header)
+		rec, err := r.store.Commit(ctx, inRegion, resp, tx)
+		return userView(rec), err
+	case Strong:
+		if n := tx.Len(); n > 0 {
+			return nil, fmt.Errorf("%w: the commit carries %d staged effects; write effects keyed by the idempotency key instead", ErrTransactionsUnsupported, n)
+		}
+		rs, err := s.strongClaimOrder(c)
+		if err != nil {
+			return nil, err
+		}
+		return strongCall(ctx, s, rs, c.Record.Scope, c.Record.Key, func(r *region) (*dynamostore.Record, error) {
+			return r.store.Commit(ctx, c, resp, nil)
+		})
+	}
+	return s.local.store.Commit(ctx, c, resp, tx)
+}
+
+// Release frees the claim in the region that holds it, with the semantics
+// of dynamostore.Store.Release.
+func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
+	switch s.opts.Mode {
+	case HomeRegion:
+		r, inRegion, err := s.claimRegion(c)
+		if err != nil {
+			return err
+		}
+		return r.store.Release(ctx, inRegion)
+	case Strong:
+		rs, err := s.strongClaimOrder(c)
+		if err != nil {
+			return err
+		}
+		_, err = strongCall(ctx, s, rs, c.Record.Scope, c.Record.Key, func(r *region) (struct{}, error) {
+			return struct{}{}, r.store.Release(ctx, c)
+		})
+		return err
+	}
+	return s.local.store.Release(ctx, c)
+}
+
+// Get returns the live record of (scope, key) as the mode sees it, or
+// dynamostore.ErrNotFound.
+//
+// HomeRegion mode: the home region's record. With Failover, when the home
+// region has none, a live failover record of the key (read in the region
+// that wrote it) is returned; when the home region cannot be reached, the
+// first live record found in the other regions of the key's order (the
+// replicated home record, then that region's failover record).
+func (s *Store) Get(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
+	switch s.opts.Mode {
+	case HomeRegion:
+		return s.homeGet(ctx, scope, key)
+	case Strong:
+		return strongCall(ctx, s, s.order(scope, key), scope, key, func(r *region) (*dynamostore.Record, error) {
+			return r.store.Get(ctx, scope, key)
+		})
+	}
+	return s.local.store.Get(ctx, scope, key)
+}
+
+func (s *Store) observe(e Event) {
+	if s.opts.Observer != nil {
+		s.opts.Observer(e)
+	}
+}
+
+// unavailable reports whether err means that a region could not serve the
+// call, so that another region may be tried: a *dynamostore.StoreError
+// that is a transport failure (no response: connection refused, timeout),
+// a server fault (5xx) or throttling, while the caller's own context is
+// still live. A condition failure, a validation error or a missing table
+// is not: another region would hide a real fault.
+func unavailable(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	var se *dynamostore.StoreError
+	if !errors.As(err, &se) {
+		return false
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return true
+	}
+	if api.ErrorFault() == smithy.FaultServer {
+		return true
+	}
+	switch api.ErrorCode() {
+	case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+		"InternalServerError", "ServiceUnavailable", "LimitExceededException":
+		return true
+	}
+	return false
+}

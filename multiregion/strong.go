@@ -1,0 +1,105 @@
+package multiregion
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/idemkey/idemkey/dynamostore"
+)
+
+// strongCall runs call in the first region of rs, retrying
+// ReplicatedWriteConflictException with bounded backoff, and moves on to
+// the next region only while a region is unreachable. On an MRSC table every
+// region sees every successful conditional write, so another region gives
+// the same answer. The error after the last region is a *RegionError.
+func strongCall[T any](ctx context.Context, s *Store, rs []*region, scope, key string, call func(*region) (T, error)) (T, error) {
+	var zero T
+	var err error
+	tried := make([]string, 0, len(rs))
+	for i, r := range rs {
+		tried = append(tried, r.name)
+		var v T
+		v, err = retryConflicts(ctx, s, r, scope, key, func() (T, error) { return call(r) })
+		if !unavailable(ctx, err) {
+			if err == nil && i > 0 {
+				s.observe(Event{Kind: EventRegionFallback, Scope: scope, Key: key, Region: r.name})
+			}
+			return v, err
+		}
+	}
+	return zero, &RegionError{Regions: tried, Err: err}
+}
+
+// retryConflicts calls fn until it returns something other than a
+// ReplicatedWriteConflictException, at most ConflictRetry.MaxAttempts
+// times, sleeping a jittered exponential backoff in between. The SDK's
+// default retryer does not retry this error.
+func retryConflicts[T any](ctx context.Context, s *Store, r *region, scope, key string, fn func() (T, error)) (T, error) {
+	o := s.opts.ConflictRetry
+	for attempt := 0; ; attempt++ {
+		v, err := fn()
+		if err == nil || !isReplicatedWriteConflict(err) || attempt+1 >= o.MaxAttempts {
+			return v, err
+		}
+		s.observe(Event{Kind: EventConflictRetry, Scope: scope, Key: key, Region: r.name, Err: err})
+		if serr := sleepCtx(ctx, conflictBackoff(o, attempt)); serr != nil {
+			return v, err
+		}
+	}
+}
+
+// isReplicatedWriteConflict reports whether err is DynamoDB's
+// ReplicatedWriteConflictException: the item is being written by a request
+// in another region of an MRSC table. Nothing was written; a retry is safe.
+func isReplicatedWriteConflict(err error) bool {
+	var rwc *types.ReplicatedWriteConflictException
+	if errors.As(err, &rwc) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "ReplicatedWriteConflictException"
+}
+
+func conflictBackoff(o RetryOptions, attempt int) time.Duration {
+	d := o.BaseDelay << attempt
+	if d > o.MaxDelay || d <= 0 {
+		d = o.MaxDelay
+	}
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// strongClaimOrder returns the regions to commit or release c in: the
+// region that made the claim first, then the others.
+func (s *Store) strongClaimOrder(c *dynamostore.Claim) ([]*region, error) {
+	if c == nil || c.Record == nil {
+		return nil, fmt.Errorf("%w: no claim", dynamostore.ErrInvalidRequest)
+	}
+	first := s.byName[c.Record.Region]
+	if first == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRegion, c.Record.Region)
+	}
+	out := []*region{first}
+	for _, r := range s.regions {
+		if r != first {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
