@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkey/idemkey/dynamostore"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+const usage = `usage: idemctl <command> [flags]
+
+commands:
+  create-table  create the key table (on-demand, TTL on exp) unless it exists
+  inspect       print a key's live record as JSON
+  release       delete a stuck key so that its next request executes
+  sweep         evict expired records and reclaim stuck ones; print the report
+
+Every command takes -table (default $KEY_TABLE), -endpoint and -region.
+The endpoint defaults to the SDK's: AWS_ENDPOINT_URL_DYNAMODB, else AWS.
+"idemctl <command> -h" lists the command's flags.
+`
+
+// run is idemctl: it parses args (without the program name), runs the
+// command, writes results to stdout and diagnostics to stderr, and
+// returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	commands := map[string]func(context.Context, *command) int{
+		"create-table": createTable,
+		"inspect":      inspect,
+		"release":      release,
+		"sweep":        sweep,
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	do, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "idemctl: unknown command %q\n\n%s", name, usage)
+		return exitUsage
+	}
+	c := &command{name: name, stdout: stdout, stderr: stderr, flags: flag.NewFlagSet("idemctl "+name, flag.ContinueOnError)}
+	c.flags.SetOutput(stderr)
+	c.flags.StringVar(&c.table, "table", os.Getenv("KEY_TABLE"), "the key table (default $KEY_TABLE)")
+	c.flags.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint URL (default: AWS_ENDPOINT_URL_DYNAMODB, else AWS)")
+	c.flags.StringVar(&c.region, "region", "", "AWS region (default: the SDK's configuration)")
+	c.args = args[1:]
+	return do(ctx, c)
+}
+
+// command is one invocation's flags, output and client.
+type command struct {
+	name                    string
+	flags                   *flag.FlagSet
+	args                    []string
+	table, endpoint, region string
+	stdout, stderr          io.Writer
+}
+
+// parse parses the flags; ok false means the command must return code.
+func (c *command) parse(required ...string) (code int, ok bool) {
+	if err := c.flags.Parse(c.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if c.flags.NArg() > 0 {
+		return c.usageError("unexpected argument %q", c.flags.Arg(0)), false
+	}
+	if c.table == "" {
+		return c.usageError("-table is required (or set KEY_TABLE)"), false
+	}
+	for _, name := range required {
+		if f := c.flags.Lookup(name); f != nil && f.Value.String() == "" {
+			return c.usageError("-%s is required", name), false
+		}
+	}
+	return 0, true
+}
+
+func (c *command) usageError(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "idemctl %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	c.flags.Usage()
+	return exitUsage
+}
+
+func (c *command) fail(format string, args ...any) int {
+	fmt.Fprintf(c.stderr, "idemctl %s: %s\n", c.name, fmt.Sprintf(format, args...))
+	return exitFail
+}
+
+// client returns a DynamoDB client from the SDK's default configuration,
+// with -endpoint and -region applied, once it has found credentials.
+func (c *command) client(ctx context.Context) (*dynamodb.Client, error) {
+	var opts []func(*config.LoadOptions) error
+	if c.region != "" {
+		opts = append(opts, config.WithRegion(c.region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	custom := c.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
+	if cfg.Region == "" {
+		if !custom {
+			return nil, errors.New("no AWS region configured: set AWS_REGION or pass -region")
+		}
+		cfg.Region = "us-east-1"
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		hint := ""
+		if custom {
+			hint = " (an emulator accepts any: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, e.g. to \"local\")"
+		}
+		return nil, fmt.Errorf("no AWS credentials%s: %w", hint, err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if c.endpoint != "" {
+			o.BaseEndpoint = &c.endpoint
+		}
+	}), nil
+}
+
+func createTable(ctx context.Context, c *command) int {
+	wait := c.flags.Duration("wait", 2*time.Minute, "how long to wait for the table to become ACTIVE")
+	if code, ok := c.parse(); !ok {
+		return code
+	}
+	client, err := c.client(ctx)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if err := dynamostore.EnsureTable(ctx, client, c.table, *wait); err != nil {
+		return c.fail("%v", err)
+	}
+	fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL on %q\n", c.table, dynamostore.PartitionKey, dynamostore.TTLAttribute)
+	return exitOK
+}
+
+// keyFlags adds -scope and -key.
+func keyFlags(c *command) (scope, key *string) {
+	return c.flags.String("scope", "", "the key's scope (tenant, API key id); may be empty"),
+		c.flags.String("key", "", "the idempotency key (required)")
+}
+
+// recordJSON is how inspect and release print a record.
+type recordJSON struct {
+	Table        string        `json:"table"`
+	Scope        string        `json:"scope"`
+	Key          string        `json:"key"`
+	PartitionKey string        `json:"partitionKey"`
+	State        string        `json:"state"`
+	Method       string        `json:"method"`
+	Path         string        `json:"path"`
+	Fingerprint  string        `json:"fingerprint"`
+	Created      time.Time     `json:"created"`
+	Completed    *time.Time    `json:"completed,omitempty"`
+	Expires      time.Time     `json:"expires"`
+	LockExpires  time.Time     `json:"lockExpires"`
+	LockExpired  bool          `json:"lockExpired"`
+	Region       string        `json:"region,omitempty"`
+	Response     *responseJSON `json:"response,omitempty"`
+}
+
+type responseJSON struct {
+	Status      int      `json:"status"`
+	HeaderNames []string `json:"headerNames"`
+	BodyBytes   int      `json:"bodyBytes"`
+	// BodyOmittedBytes is the size of a body too large to store.
+	BodyOmittedBytes int     `json:"bodyOmittedBytes,omitempty"`
+	Body             *string `json:"body,omitempty"`
+	BodyBase64       *string `json:"bodyBase64,omitempty"`
+}
+
+func describe(table string, r *dynamostore.Record, withBody bool, now time.Time) recordJSON {
+	out := recordJSON{
+		Table: table, Scope: r.Scope, Key: r.Key, PartitionKey: dynamostore.PartitionKeyFor(r.Scope, r.Key),
+		State: string(r.State), Method: r.Method, Path: r.Path, Fingerprint: hex.EncodeToString(r.Fingerprint),
+		Created: r.Created.UTC(), Expires: r.Expires.UTC(), LockExpires: r.LockExpires.UTC(),
+		LockExpired: r.State == dynamostore.StateInProgress && r.LockExpires.Before(now), Region: r.Region,
+	}
+	if !r.Completed.IsZero() {
+		done := r.Completed.UTC()
+		out.Completed = &done
+	}
+	if resp := r.Response; resp != nil {
+		rj := &responseJSON{Status: resp.Status, HeaderNames: []string{}, BodyBytes: len(resp.Body), BodyOmittedBytes: resp.BodyOmitted}
+		for name := range resp.Header {
+			rj.HeaderNames = append(rj.HeaderNames, name)
+		}
+		slices.Sort(rj.HeaderNames)
+		if withBody && resp.Body != nil {
+			if utf8.Valid(resp.Body) {
+				s := string(resp.Body)
+				rj.Body = &s
+			} else {
+				s := base64.StdEncoding.EncodeToString(resp.Body)
+				rj.BodyBase64 = &s
+			}
+		}
+		out.Response = rj
+	}
+	return out
+}
+
+func (c *command) printJSON(v any) int {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return c.fail("writing the output: %v", err)
+	}
+	return exitOK
+}
+
+func inspect(ctx context.Context, c *command) int {
+	scope, key := keyFlags(c)
+	body := c.flags.Bool("body", false, "include the stored response body (as text, or base64 when not UTF-8)")
+	if code, ok := c.parse("key"); !ok {
+		return code
+	}
+	client, err := c.client(ctx)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	rec, err := dynamostore.New(client, c.table).Get(ctx, *scope, *key)
+	if errors.Is(err, dynamostore.ErrNotFound) {
+		return c.fail("no live record for scope %q key %q (never claimed, released, or expired)", *scope, *key)
+	}
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	return c.printJSON(describe(c.table, rec, *body, time.Now()))
+}
+
+func release(ctx context.Context, c *command) int {
+	scope, key := keyFlags(c)
+	force := c.flags.Bool("force", false, "release an in-progress key even while its lock holds")
+	forceCompleted := c.flags.Bool("force-completed", false, "release a completed key: its next retry executes again (a duplicate)")
+	if code, ok := c.parse("key"); !ok {
+		return code
+	}
+	client, err := c.client(ctx)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	rec, err := dynamostore.New(client, c.table).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
+		o.InProgress, o.Completed = *force, *forceCompleted
+	})
+	switch {
+	case errors.Is(err, dynamostore.ErrNotFound):
+		return c.fail("no live record for scope %q key %q: nothing to release", *scope, *key)
+	case errors.Is(err, dynamostore.ErrLockHeld):
+		return c.fail("the key is in progress and its lock holds until %s (%s from now): its request may still be running. "+
+			"Pass -force to release it anyway; that request can then no longer commit.",
+			rec.LockExpires.UTC().Format(time.RFC3339), time.Until(rec.LockExpires).Round(time.Second))
+	case errors.Is(err, dynamostore.ErrKeyCompleted):
+		return c.fail("the key is completed (status %d): releasing it makes the next retry execute the request again, a duplicate. "+
+			"Pass -force-completed to do it anyway.", rec.Response.Status)
+	case errors.Is(err, dynamostore.ErrLockLost):
+		return c.fail("the record changed while it was being released; nothing was deleted. Inspect it again.")
+	case err != nil:
+		return c.fail("%v", err)
+	}
+	if rec.State == dynamostore.StateCompleted {
+		fmt.Fprintf(c.stderr, "idemctl release: warning: released a completed key; the next request with it executes again\n")
+	}
+	fmt.Fprintf(c.stdout, "released scope %q key %q (%s, created %s)\n", *scope, *key, rec.State, rec.Created.UTC().Format(time.RFC3339))
+	return exitOK
+}
+
+func sweep(ctx context.Context, c *command) int {
+	segments := c.flags.Int("segments", dynamostore.DefaultSweepSegments, "parallel scan segments")
+	dryRun := c.flags.Bool("dry-run", false, "count what would be deleted, delete nothing")
+	budget := c.flags.Duration("budget", 0, "stop starting pages after this long and print a cursor (0: run to the end)")
+	rate := c.flags.Float64("rate", dynamostore.DefaultSweepItemsPerSecond, "items scanned per second (0: no limit)")
+	page := c.flags.Int("page", dynamostore.DefaultSweepPageSize, "items per Scan page")
+	cursor := c.flags.String("cursor", "", "resume the pass an earlier sweep printed the cursor of")
+	verbose := c.flags.Bool("v", false, "log the sweep's summary and skipped records to stderr")
+	if code, ok := c.parse(); !ok {
+		return code
+	}
+	switch {
+	case *segments < 1 || *segments > dynamostore.MaxSweepSegments:
+		return c.usageError("-segments must be 1 to %d", dynamostore.MaxSweepSegments)
+	case *page < 1:
+		return c.usageError("-page must be positive")
+	case *budget < 0 || *rate < 0:
+		return c.usageError("-budget and -rate must not be negative")
+	}
+	client, err := c.client(ctx)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	if *verbose {
+		logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sweeper := dynamostore.NewSweeper(client, c.table, func(o *dynamostore.SweepOptions) {
+		o.Segments, o.DryRun, o.Budget, o.PageSize, o.Logger = *segments, *dryRun, *budget, *page, logger
+		o.ItemsPerSecond = *rate
+		if *rate == 0 {
+			o.ItemsPerSecond = -1
+		}
+	})
+	report, err := sweeper.Sweep(ctx, *cursor)
+	if report == nil {
+		return c.fail("%v", err)
+	}
+	if code := c.printJSON(report); code != exitOK {
+		return code
+	}
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if !report.Finished {
+		fmt.Fprintf(c.stderr, "idemctl sweep: the pass is unfinished (%s); continue it with -cursor %s\n", report.StoppedBy, report.Cursor)
+	}
+	return exitOK
+}

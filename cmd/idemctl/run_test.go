@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/localstack"
+)
+
+// result is one run of idemctl.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func idemctl(args ...string) result {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// hermetic keeps the developer's AWS configuration out of the test.
+func hermetic(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "none")
+	t.Setenv("AWS_CONFIG_FILE", none)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("KEY_TABLE", "")
+}
+
+// unset empties the variables for the test.
+func unset(t *testing.T, names ...string) {
+	for _, name := range names {
+		t.Setenv(name, "")
+	}
+}
+
+// endpoint points idemctl, through the SDK's own variable, at the test's
+// DynamoDB endpoint, and returns it with a fresh table name. The embedded
+// emulator gets a hermetic configuration with dummy credentials; an
+// external endpoint keeps the environment's.
+func endpoint(t *testing.T) (*localstack.Endpoint, string) {
+	t.Setenv("KEY_TABLE", "")
+	ep := localstack.ForTest(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ep.URL)
+	if ep.Embedded {
+		hermetic(t)
+		t.Setenv("AWS_REGION", "us-east-1")
+		t.Setenv("AWS_ACCESS_KEY_ID", localstack.LocalAccessKeyID)
+		t.Setenv("AWS_SECRET_ACCESS_KEY", localstack.LocalSecretAccessKey)
+	}
+	table := localstack.TableName("idemctl")
+	t.Cleanup(func() {
+		_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
+	})
+	return ep, table
+}
+
+// createdTable is endpoint with the table created by idemctl itself.
+func createdTable(t *testing.T) (*localstack.Endpoint, string) {
+	ep, table := endpoint(t)
+	r := idemctl("create-table", "-table", table)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	return ep, table
+}
+
+// claim writes a record claimed at `at` with the given lease, completed
+// with a response when complete is set.
+func claim(t *testing.T, ep *localstack.Endpoint, table, key string, at time.Time, lease, retention time.Duration, complete bool) {
+	t.Helper()
+	s := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) {
+		o.Now, o.Lease, o.Retention = func() time.Time { return at }, lease, retention
+	})
+	sum := sha256.Sum256([]byte(key))
+	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
+	require.NoError(t, err)
+	if complete {
+		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201,
+			Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/p1"}}, Body: []byte(`{"id":"p1"}`)})
+		require.NoError(t, err)
+	}
+}
+
+func TestUsageErrorsExitWithStatus2(t *testing.T) {
+	hermetic(t)
+	for name, args := range map[string][]string{
+		"no command":          nil,
+		"unknown command":     {"drop-table", "-table", "t"},
+		"no table":            {"inspect", "-key", "k"},
+		"no key":              {"inspect", "-table", "t"},
+		"release without key": {"release", "-table", "t", "-scope", "s"},
+		"unknown flag":        {"sweep", "-table", "t", "-fast"},
+		"bad flag value":      {"sweep", "-table", "t", "-segments", "four"},
+		"zero segments":       {"sweep", "-table", "t", "-segments", "0"},
+		"negative rate":       {"sweep", "-table", "t", "-rate", "-5"},
+		"stray argument":      {"create-table", "-table", "t", "extra"},
+	} {
+		r := idemctl(args...)
+		assert.Equal(t, exitUsage, r.code, name)
+		assert.Empty(t, r.stdout, name)
+		assert.NotEmpty(t, r.stderr, name)
+	}
+}
+
+func TestHelpPrintsUsageAndSucceeds(t *testing.T) {
+	r := idemctl("help")
+	assert.Equal(t, exitOK, r.code)
+	for _, cmd := range []string{"create-table", "inspect", "release", "sweep"} {
+		assert.Contains(t, r.stdout, cmd)
+	}
+	r = idemctl("sweep", "-h")
+	assert.Equal(t, exitOK, r.code)
+	assert.Contains(t, r.stderr, "-dry-run")
+}
+
+func TestWithoutEndpointOrRegionIdemctlRefusesToGuessAWSRegion(t *testing.T) {
+	hermetic(t)
+	unset(t, "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION")
+	r := idemctl("create-table", "-table", "t")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "no AWS region")
+}
+
+func TestWithoutCredentialsIdemctlSaysHowToUseAnEmulator(t *testing.T) {
+	hermetic(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1")
+	unset(t, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+	r := idemctl("inspect", "-table", "t", "-key", "k")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "no AWS credentials")
+	assert.Contains(t, r.stderr, "AWS_ACCESS_KEY_ID")
+}
+
+func TestCreateTableIsIdempotentAndKeyTableDefaultsTheTable(t *testing.T) {
+	ep, table := endpoint(t)
+	r := idemctl("create-table", "-table", table)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, table)
+	assert.Contains(t, r.stdout, `TTL on "exp"`)
+
+	t.Setenv("KEY_TABLE", table)
+	r = idemctl("create-table")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	ttl, err := ep.Client.DescribeTimeToLive(context.Background(), &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	require.NoError(t, err)
+	assert.Equal(t, dynamostore.TTLAttribute, *ttl.TimeToLiveDescription.AttributeName)
+}
+
+func TestEndpointFlagOverridesTheEnvironment(t *testing.T) {
+	ep, table := endpoint(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1") // nothing listens there
+	r := idemctl("create-table", "-table", table, "-endpoint", ep.URL)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = idemctl("create-table", "-table", table)
+	assert.Equal(t, exitFail, r.code, "the environment's endpoint was used without -endpoint")
+}
+
+func TestInspectPrintsTheRecordWithoutItsBodyUnlessAsked(t *testing.T) {
+	ep, table := createdTable(t)
+	now := time.Now()
+	claim(t, ep, table, "order-1", now, time.Minute, time.Hour, true)
+
+	r := idemctl("inspect", "-table", table, "-scope", "tenant-a", "-key", "order-1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var got recordJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	sum := sha256.Sum256([]byte("order-1"))
+	assert.Equal(t, "completed", got.State)
+	assert.Equal(t, "POST", got.Method)
+	assert.Equal(t, "/payments", got.Path)
+	assert.Equal(t, hex.EncodeToString(sum[:]), got.Fingerprint)
+	assert.Equal(t, dynamostore.PartitionKeyFor("tenant-a", "order-1"), got.PartitionKey)
+	assert.Equal(t, now.Add(time.Hour).Unix(), got.Expires.Unix())
+	assert.Equal(t, now.UnixMilli(), got.Created.UnixMilli())
+	assert.Equal(t, now.Add(time.Minute).UnixMilli(), got.LockExpires.UnixMilli())
+	assert.NotNil(t, got.Completed)
+	require.NotNil(t, got.Response)
+	assert.Equal(t, 201, got.Response.Status)
+	assert.Equal(t, []string{"Content-Type", "Location"}, got.Response.HeaderNames)
+	assert.Equal(t, len(`{"id":"p1"}`), got.Response.BodyBytes)
+	assert.Nil(t, got.Response.Body)
+	assert.NotContains(t, r.stdout, "p1\"}", "the body is printed only with -body")
+
+	r = idemctl("inspect", "-table", table, "-scope", "tenant-a", "-key", "order-1", "-body")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	got = recordJSON{}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.NotNil(t, got.Response.Body)
+	assert.Equal(t, `{"id":"p1"}`, *got.Response.Body)
+
+	r = idemctl("inspect", "-table", table, "-scope", "tenant-b", "-key", "order-1")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "no live record")
+}
+
+func TestReleaseFreesOnlyStuckKeysUnlessForced(t *testing.T) {
+	ep, table := createdTable(t)
+	now := time.Now()
+	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false)
+	claim(t, ep, table, "running", now, time.Hour, time.Hour, false)
+	claim(t, ep, table, "done", now, time.Minute, time.Hour, true)
+	rel := func(key string, flags ...string) result {
+		return idemctl(append([]string{"release", "-table", table, "-scope", "tenant-a", "-key", key}, flags...)...)
+	}
+	inspectCode := func(key string) int {
+		return idemctl("inspect", "-table", table, "-scope", "tenant-a", "-key", key).code
+	}
+
+	r := rel("stuck")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "released")
+	assert.Equal(t, exitFail, inspectCode("stuck"))
+
+	r = rel("running")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "-force")
+	assert.Equal(t, exitOK, inspectCode("running"))
+	r = rel("running", "-force")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, exitFail, inspectCode("running"))
+
+	r = rel("done", "-force")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "duplicate")
+	assert.Equal(t, exitOK, inspectCode("done"))
+	r = rel("done", "-force-completed")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning")
+	assert.Equal(t, exitFail, inspectCode("done"))
+
+	r = rel("never")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "nothing to release")
+}
+
+func TestSweepPrintsTheReportAndDryRunDeletesNothing(t *testing.T) {
+	ep, table := createdTable(t)
+	now := time.Now()
+	claim(t, ep, table, "old-1", now.Add(-3*time.Hour), time.Minute, time.Hour, true)
+	claim(t, ep, table, "old-2", now.Add(-3*time.Hour), time.Minute, time.Hour, false)
+	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false)
+	claim(t, ep, table, "live", now, time.Minute, time.Hour, true)
+	// One segment: the embedded emulator does not split a scan into segments.
+	report := func(args ...string) (map[string]any, result) {
+		r := idemctl(append([]string{"sweep", "-table", table, "-segments", "1"}, args...)...)
+		var m map[string]any
+		if r.code == exitOK {
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)
+		}
+		return m, r
+	}
+
+	dry, r := report("-dry-run")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, true, dry["dryRun"])
+	assert.Equal(t, 2.0, dry["evicted"])
+	assert.Equal(t, 1.0, dry["reclaimed"])
+	assert.Equal(t, 1.0, dry["liveKeys"])
+	assert.Equal(t, true, dry["finished"])
+
+	done, r := report("-v", "-rate", "0")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, false, done["dryRun"])
+	assert.Equal(t, 2.0, done["evicted"], "the dry run deleted nothing")
+	assert.Equal(t, 1.0, done["reclaimed"])
+	assert.Contains(t, r.stderr, "idemkey sweep", "-v logs the summary")
+	assert.NotContains(t, r.stderr, "old-1")
+
+	again, r := report()
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, 1.0, again["scanned"])
+	assert.Equal(t, 0.0, again["evicted"])
+}
+
+func TestSweepWithABadCursorFails(t *testing.T) {
+	_, table := createdTable(t)
+	r := idemctl("sweep", "-table", table, "-cursor", "not-a-cursor")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "invalid sweep cursor")
+	assert.Empty(t, strings.TrimSpace(r.stdout))
+}
+
+func TestSweepOnAMissingTableFailsAndStillPrintsTheReport(t *testing.T) {
+	_, table := endpoint(t)
+	r := idemctl("sweep", "-table", table, "-segments", "1")
+	assert.Equal(t, exitFail, r.code)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	assert.Equal(t, 1.0, m["errors"])
+	assert.Equal(t, "error", m["stoppedBy"])
+	assert.Contains(t, r.stderr, "Scan")
+}

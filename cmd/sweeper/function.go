@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/emf"
+)
+
+// Namespace is the CloudWatch namespace of the sweeper's metrics.
+const Namespace = "idemkey"
+
+// settings is the function's configuration.
+type settings struct {
+	Table              string
+	Segments           int
+	PageSize           int
+	ItemsPerSecond     float64
+	ReadUnitsPerSecond float64
+	Margin             time.Duration
+	DryRun             bool
+}
+
+// configFromEnv reads the settings from the variables the package doc
+// lists; an unset variable selects dynamostore's default.
+func configFromEnv(getenv func(string) string) (settings, error) {
+	s := settings{Table: getenv("KEY_TABLE")}
+	if s.Table == "" {
+		return s, errors.New("KEY_TABLE is not set")
+	}
+	var err error
+	num := func(name string, parse func(string) error) {
+		if v := strings.TrimSpace(getenv(name)); v != "" && err == nil {
+			if perr := parse(v); perr != nil {
+				err = fmt.Errorf("%s=%q: %w", name, v, perr)
+			}
+		}
+	}
+	positive := func(dst *int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err == nil && n <= 0 {
+				err = errors.New("must be positive")
+			}
+			*dst = n
+			return err
+		}
+	}
+	float := func(dst *float64) func(string) error {
+		return func(v string) (err error) { *dst, err = strconv.ParseFloat(v, 64); return err }
+	}
+	num("SEGMENTS", positive(&s.Segments))
+	num("PAGE_SIZE", positive(&s.PageSize))
+	num("RATE", float(&s.ItemsPerSecond))
+	num("READ_RATE", float(&s.ReadUnitsPerSecond))
+	num("MARGIN", func(v string) (err error) {
+		if s.Margin, err = time.ParseDuration(v); err == nil && s.Margin <= 0 {
+			err = errors.New("must be positive")
+		}
+		return err
+	})
+	num("DRY_RUN", func(v string) (err error) { s.DryRun, err = strconv.ParseBool(v); return err })
+	if err == nil && s.Segments > dynamostore.MaxSweepSegments {
+		err = fmt.Errorf("SEGMENTS: at most %d", dynamostore.MaxSweepSegments)
+	}
+	return s, err
+}
+
+// sweepAPI is the set of DynamoDB calls the function makes.
+type sweepAPI interface {
+	dynamostore.SweepClient
+	dynamostore.CursorClient
+}
+
+// function is the Lambda handler and what it needs.
+type function struct {
+	client sweepAPI
+	cfg    settings
+	stdout io.Writer // receives the EMF line
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// handle runs one sweep for a scheduled event: it loads the stored cursor,
+// sweeps until the pass finishes or the invocation's deadline (minus the
+// margin) nears, saves the new cursor (deleting it when the pass
+// finished), writes one EMF line to stdout, and returns the report without
+// its cursor. An invalid stored cursor is logged and replaced by a new
+// pass. It returns an error when any DynamoDB call failed, so that
+// Lambda's own Errors metric counts the invocation too; the EMF line is
+// written in every case.
+func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dynamostore.SweepReport, error) {
+	log := f.logger.With(slog.String("event_id", ev.ID))
+	var cursorErrs int64
+	var cursor string
+	var err error
+	if !f.cfg.DryRun {
+		if cursor, err = dynamostore.LoadSweepCursor(ctx, f.client, f.cfg.Table); err != nil {
+			cursorErrs++
+			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: loading the cursor", slog.String("error", err.Error()))
+			f.emit(ev, &dynamostore.SweepReport{Table: f.cfg.Table, DryRun: f.cfg.DryRun, Started: f.now()}, cursorErrs)
+			return nil, err
+		}
+	}
+	sweeper := dynamostore.NewSweeper(f.client, f.cfg.Table, func(o *dynamostore.SweepOptions) {
+		o.Segments, o.PageSize = f.cfg.Segments, f.cfg.PageSize
+		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
+		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
+		o.Now, o.Logger = f.now, log
+	})
+	report, err := sweeper.Sweep(ctx, cursor)
+	if errors.Is(err, dynamostore.ErrInvalidCursor) {
+		log.LogAttrs(ctx, slog.LevelWarn, "idemkey sweeper: stored cursor unusable, starting a new pass", slog.String("error", err.Error()))
+		report, err = sweeper.Sweep(ctx, "")
+	}
+	if !f.cfg.DryRun && report.Cursor != cursor {
+		if serr := dynamostore.SaveSweepCursor(ctx, f.client, f.cfg.Table, report.Cursor, f.now()); serr != nil {
+			cursorErrs++
+			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: saving the cursor", slog.String("error", serr.Error()))
+			err = errors.Join(err, serr)
+		}
+	}
+	f.emit(ev, report, cursorErrs)
+	out := *report
+	out.Cursor = "" // it holds keys; it is in the table
+	return &out, err
+}
+
+// emit writes the report's EMF line; a failure to write is logged.
+func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport, extraErrors int64) {
+	finished := 0.0
+	if r.Finished {
+		finished = 1
+	}
+	props := map[string]any{
+		"StoppedBy": string(r.StoppedBy), "DryRun": r.DryRun, "Segments": r.Segments,
+		"Pages": r.Pages, "Foreign": r.Foreign, "EventId": ev.ID,
+	}
+	if !ev.Time.IsZero() {
+		props["ScheduledTime"] = ev.Time.UTC().Format(time.RFC3339)
+	}
+	doc := emf.Document{
+		Namespace:  Namespace,
+		Timestamp:  f.now(),
+		Dimensions: []emf.Dimension{{Name: "TableName", Value: f.cfg.Table}},
+		Metrics: []emf.Metric{
+			{Name: "Scanned", Value: float64(r.Scanned), Unit: emf.Count},
+			{Name: "Evicted", Value: float64(r.Evicted), Unit: emf.Count},
+			{Name: "Reclaimed", Value: float64(r.Reclaimed), Unit: emf.Count},
+			{Name: "Skipped", Value: float64(r.Skipped), Unit: emf.Count},
+			{Name: "LiveKeys", Value: float64(r.LiveKeys), Unit: emf.Count},
+			{Name: "OldestLiveKeyAgeSeconds", Value: r.OldestLiveKeyAge.Seconds(), Unit: emf.Seconds},
+			{Name: "EvictionLagSeconds", Value: r.EvictionLag.Seconds(), Unit: emf.Seconds},
+			{Name: "DurationMs", Value: float64(r.Duration.Milliseconds()), Unit: emf.Milliseconds},
+			{Name: "ConsumedRCU", Value: r.ConsumedReadUnits, Unit: emf.None},
+			{Name: "ConsumedWCU", Value: r.ConsumedWriteUnits, Unit: emf.None},
+			{Name: "ScannedPerEvicted", Value: r.ScannedPerEvicted(), Unit: emf.None},
+			{Name: "Errors", Value: float64(r.Errors + extraErrors), Unit: emf.Count},
+			{Name: "PassFinished", Value: finished, Unit: emf.Count},
+		},
+		Properties: props,
+	}
+	if err := emf.Write(f.stdout, doc); err != nil {
+		f.logger.Error("idemkey sweeper: writing the metrics line", slog.String("error", err.Error()))
+	}
+}

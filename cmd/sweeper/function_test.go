@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/emf"
+	"github.com/idemkey/idemkey/localstack"
+)
+
+// scheduledEvent is what an EventBridge schedule delivers.
+const scheduledEvent = `{"version":"0","id":"5e0c3a8d-1b7f-4c2e-9a61-0d8f2b7c4e19","detail-type":"Scheduled Event",
+"source":"aws.events","account":"210987654321","time":"2027-01-15T08:00:00Z","region":"eu-west-1",
+"resources":["arn:aws:events:eu-west-1:210987654321:rule/idemkey-sweeper"],"detail":{}}`
+
+func event(t *testing.T) events.EventBridgeEvent {
+	t.Helper()
+	var ev events.EventBridgeEvent
+	require.NoError(t, json.Unmarshal([]byte(scheduledEvent), &ev))
+	return ev
+}
+
+// fixture is a key table with records seeded through the store, and a
+// function over it on a test clock.
+type fixture struct {
+	ep     *localstack.Endpoint
+	table  string
+	clock  *ddbtest.Clock
+	stdout bytes.Buffer
+	logs   bytes.Buffer
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	fx := &fixture{ep: localstack.ForTest(t), table: localstack.TableName("sweeper"), clock: ddbtest.NewClock(time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC))}
+	require.NoError(t, dynamostore.EnsureTable(context.Background(), fx.ep.Client, fx.table, 0))
+	t.Cleanup(func() {
+		_, _ = fx.ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &fx.table})
+	})
+	return fx
+}
+
+// claim writes a record for key claimed at the given time, with the given
+// lease and retention, completed when complete is set.
+func (fx *fixture) claim(t *testing.T, key string, at time.Time, lease, retention time.Duration, complete bool) {
+	t.Helper()
+	s := dynamostore.New(fx.ep.Client, fx.table, func(o *dynamostore.Options) {
+		o.Now, o.Lease, o.Retention = func() time.Time { return at }, lease, retention
+	})
+	sum := sha256.Sum256([]byte(key))
+	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
+	require.NoError(t, err)
+	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	if complete {
+		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+		require.NoError(t, err)
+	}
+}
+
+// seed writes 30 records, order-%02d: every tenth (9, 19, 29) live and
+// completed, the others expired (even) or stuck (odd). In the emulator's
+// order (by partition key) a page of 10 then always ends on a live record.
+func (fx *fixture) seed(t *testing.T) (expired, stuck, live int64) {
+	now := fx.clock.Now()
+	for i := range 30 {
+		key := fmt.Sprintf("order-%02d", i)
+		switch {
+		case i%10 == 9:
+			fx.claim(t, key, now.Add(-time.Hour), time.Minute, 24*time.Hour, true)
+			live++
+		case i%2 == 0:
+			fx.claim(t, key, now.Add(-3*time.Hour), time.Minute, time.Hour, i%4 == 0)
+			expired++
+		default:
+			fx.claim(t, key, now.Add(-10*time.Minute), 5*time.Minute, 24*time.Hour, false)
+			stuck++
+		}
+	}
+	return expired, stuck, live
+}
+
+func (fx *fixture) function(client sweepAPI, cfg settings) *function {
+	if client == nil {
+		client = fx.ep.Client
+	}
+	cfg.Table = fx.table
+	return &function{client: client, cfg: cfg, stdout: &fx.stdout, logger: slog.New(slog.NewJSONHandler(&fx.logs, nil)), now: fx.clock.Now}
+}
+
+// lines returns the EMF lines written so far and forgets them.
+func (fx *fixture) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	for line := range strings.Lines(fx.stdout.String()) {
+		require.True(t, strings.HasSuffix(line, "\n"))
+		require.NoError(t, emf.Validate([]byte(strings.TrimSuffix(line, "\n"))), "invalid EMF line %s", line)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &doc))
+		docs = append(docs, doc)
+	}
+	fx.stdout.Reset()
+	return docs
+}
+
+func TestInvocationSweepsAndEmitsOneValidEMFLineWithTheReportsFigures(t *testing.T) {
+	fx := newFixture(t)
+	expired, stuck, live := fx.seed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	r, err := fx.function(nil, settings{Segments: 1}).handle(ctx, event(t))
+	require.NoError(t, err)
+	assert.True(t, r.Finished)
+	assert.Equal(t, expired, r.Evicted)
+	assert.Equal(t, stuck, r.Reclaimed)
+	assert.Equal(t, live, r.LiveKeys)
+	assert.Equal(t, int64(30), r.Scanned)
+
+	docs := fx.lines(t)
+	require.Len(t, docs, 1, "one EMF line per invocation")
+	doc := docs[0]
+	aws := doc["_aws"].(map[string]any)
+	assert.Equal(t, float64(fx.clock.Now().UnixMilli()), aws["Timestamp"])
+	dir := aws["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	assert.Equal(t, "idemkey", dir["Namespace"])
+	assert.Equal(t, []any{[]any{"TableName"}}, dir["Dimensions"])
+	assert.Equal(t, fx.table, doc["TableName"])
+	var names []string
+	for _, m := range dir["Metrics"].([]any) {
+		names = append(names, m.(map[string]any)["Name"].(string))
+	}
+	assert.ElementsMatch(t, []string{"Scanned", "Evicted", "Reclaimed", "Skipped", "LiveKeys", "OldestLiveKeyAgeSeconds",
+		"EvictionLagSeconds", "DurationMs", "ConsumedRCU", "ConsumedWCU", "ScannedPerEvicted", "Errors", "PassFinished"}, names)
+	want := map[string]float64{
+		"Scanned": 30, "Evicted": float64(expired), "Reclaimed": float64(stuck), "Skipped": 0, "LiveKeys": float64(live),
+		"OldestLiveKeyAgeSeconds": 3600, "EvictionLagSeconds": 2 * 3600, "DurationMs": 0, "Errors": 0, "PassFinished": 1,
+		"ScannedPerEvicted": 30 / float64(expired),
+	}
+	for name, v := range want {
+		assert.Equal(t, v, doc[name], name)
+	}
+	assert.Equal(t, "5e0c3a8d-1b7f-4c2e-9a61-0d8f2b7c4e19", doc["EventId"])
+	assert.Equal(t, "2027-01-15T08:00:00Z", doc["ScheduledTime"])
+
+	cursor, err := dynamostore.LoadSweepCursor(ctx, fx.ep.Client, fx.table)
+	require.NoError(t, err)
+	assert.Empty(t, cursor, "a finished pass leaves no cursor")
+	assert.Contains(t, fx.logs.String(), `"msg":"idemkey sweep"`)
+	assert.NotContains(t, fx.logs.String(), "order-")
+}
+
+// slowScans advances the clock after every Scan.
+type slowScans struct {
+	sweepAPI
+	clock *ddbtest.Clock
+	step  time.Duration
+}
+
+func (c *slowScans) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.sweepAPI.Scan(ctx, in, optFns...)
+	c.clock.Advance(c.step)
+	return out, err
+}
+
+func TestInvocationNearItsDeadlineSavesTheCursorAndTheNextOneFinishesThePass(t *testing.T) {
+	fx := newFixture(t)
+	expired, stuck, live := fx.seed(t)
+	// 60 s to go, a 5 s margin, and pages that take 30 s of the clock: the
+	// first invocation sweeps two pages of 10 and stops.
+	client := &slowScans{sweepAPI: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
+	f := fx.function(client, settings{Segments: 1, PageSize: 10, Margin: 5 * time.Second})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	first, err := f.handle(ctx, event(t))
+	cancel()
+	require.NoError(t, err)
+	assert.False(t, first.Finished)
+	assert.Equal(t, dynamostore.SweepStoppedByBudget, first.StoppedBy)
+	assert.Empty(t, first.Cursor, "the returned report carries no cursor")
+	assert.Equal(t, int64(20), first.Scanned)
+	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	require.NoError(t, err)
+	require.NotEmpty(t, saved, "the cursor is saved in the table")
+	docs := fx.lines(t)
+	require.Len(t, docs, 1)
+	assert.Equal(t, 0.0, docs[0]["PassFinished"])
+	assert.Equal(t, "budget", docs[0]["StoppedBy"])
+
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	second, err := f.handle(ctx, event(t))
+	cancel()
+	require.NoError(t, err)
+	assert.True(t, second.Finished)
+	assert.Equal(t, int64(30), first.Scanned+second.Scanned)
+	assert.Equal(t, expired, first.Evicted+second.Evicted)
+	assert.Equal(t, stuck, first.Reclaimed+second.Reclaimed)
+	assert.Equal(t, live, first.LiveKeys+second.LiveKeys)
+	docs = fx.lines(t)
+	require.Len(t, docs, 1)
+	assert.Equal(t, 1.0, docs[0]["PassFinished"])
+	saved, err = dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	require.NoError(t, err)
+	assert.Empty(t, saved, "the finished pass deleted the cursor")
+}
+
+func TestInvocationWithAnUnusableStoredCursorStartsANewPass(t *testing.T) {
+	fx := newFixture(t)
+	expired, _, _ := fx.seed(t)
+	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "garbage", fx.clock.Now()))
+	r, err := fx.function(nil, settings{Segments: 1}).handle(context.Background(), event(t))
+	require.NoError(t, err)
+	assert.True(t, r.Finished)
+	assert.Equal(t, expired, r.Evicted)
+	assert.Equal(t, int64(31), r.Scanned, "the cursor item itself is scanned")
+	assert.Equal(t, int64(1), r.Foreign)
+	assert.Contains(t, fx.logs.String(), "stored cursor unusable")
+	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	require.NoError(t, err)
+	assert.Empty(t, saved)
+}
+
+func TestDryRunInvocationDeletesNothingAndLeavesTheCursorAlone(t *testing.T) {
+	fx := newFixture(t)
+	expired, stuck, _ := fx.seed(t)
+	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "someone-elses", fx.clock.Now()))
+	r, err := fx.function(nil, settings{Segments: 1, DryRun: true}).handle(context.Background(), event(t))
+	require.NoError(t, err)
+	assert.Equal(t, expired, r.Evicted)
+	assert.Equal(t, stuck, r.Reclaimed)
+	docs := fx.lines(t)
+	require.Len(t, docs, 1)
+	assert.Equal(t, true, docs[0]["DryRun"])
+	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	require.NoError(t, err)
+	assert.Equal(t, "someone-elses", saved)
+	again, err := fx.function(nil, settings{Segments: 1, DryRun: true}).handle(context.Background(), event(t))
+	require.NoError(t, err)
+	assert.Equal(t, expired, again.Evicted, "nothing was deleted")
+}
+
+func TestInvocationOnAMissingTableFailsAndStillEmitsItsErrors(t *testing.T) {
+	fx := newFixture(t)
+	f := fx.function(nil, settings{})
+	f.cfg.Table = "no-such-table"
+	r, err := f.handle(context.Background(), event(t))
+	require.Error(t, err)
+	var se *dynamostore.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Nil(t, r)
+	docs := fx.lines(t)
+	require.Len(t, docs, 1)
+	assert.Equal(t, 1.0, docs[0]["Errors"])
+	assert.Equal(t, "no-such-table", docs[0]["TableName"])
+	assert.Equal(t, 0.0, docs[0]["PassFinished"])
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	s, err := configFromEnv(env(map[string]string{"KEY_TABLE": "keys"}))
+	require.NoError(t, err)
+	assert.Equal(t, settings{Table: "keys"}, s, "unset variables leave dynamostore's defaults")
+
+	s, err = configFromEnv(env(map[string]string{"KEY_TABLE": "keys", "SEGMENTS": "8", "PAGE_SIZE": "250", "RATE": "-1",
+		"READ_RATE": "50.5", "MARGIN": "10s", "DRY_RUN": "true"}))
+	require.NoError(t, err)
+	assert.Equal(t, settings{Table: "keys", Segments: 8, PageSize: 250, ItemsPerSecond: -1, ReadUnitsPerSecond: 50.5,
+		Margin: 10 * time.Second, DryRun: true}, s)
+
+	for name, vars := range map[string]map[string]string{
+		"no table":        {},
+		"segments word":   {"SEGMENTS": "four"},
+		"segments zero":   {"SEGMENTS": "0"},
+		"too many":        {"SEGMENTS": "1001"},
+		"page negative":   {"PAGE_SIZE": "-5"},
+		"rate word":       {"RATE": "fast"},
+		"margin no unit":  {"MARGIN": "5"},
+		"margin negative": {"MARGIN": "-1s"},
+		"dry run maybe":   {"DRY_RUN": "maybe"},
+	} {
+		if name != "no table" {
+			vars["KEY_TABLE"] = "keys"
+		}
+		_, err := configFromEnv(env(vars))
+		assert.Error(t, err, name)
+	}
+}

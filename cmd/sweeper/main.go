@@ -1,0 +1,71 @@
+// Command sweeper is idemkey's sweeper as an AWS Lambda function, for an
+// EventBridge schedule (for example rate(5 minutes)). Each invocation runs
+// one dynamostore sweep of the key table within the invocation's time,
+// continues the pass the previous invocation left unfinished, prints one
+// CloudWatch Embedded Metric Format line to stdout and returns the report.
+//
+// The resume cursor lives in the key table itself, in the item at
+// dynamostore.SweepCursorKey, which no record can collide with. A
+// scheduled rule sends the same event every time, so the cursor cannot
+// ride on the next event without the function invoking itself; the table
+// is already there, and the cursor costs one GetItem and one PutItem (or
+// DeleteItem when a pass finishes) per invocation. The function therefore
+// needs dynamodb:Scan, DeleteItem, GetItem and PutItem on the table.
+//
+// Configuration, from the environment:
+//
+//	KEY_TABLE   the key table (required)
+//	SEGMENTS    parallel scan segments (default 4)
+//	PAGE_SIZE   items per Scan page (default 500)
+//	RATE        items scanned per second over all segments (default 1000;
+//	            a negative value: no limit)
+//	READ_RATE   read capacity units consumed per second (default: no limit)
+//	MARGIN      how long before the invocation's deadline to stop starting
+//	            pages, a Go duration (default 5s)
+//	DRY_RUN     "true": count, delete nothing; the cursor is neither read
+//	            nor saved, so each invocation starts a new pass
+//
+// The metrics (namespace "idemkey", dimension TableName): Scanned,
+// Evicted, Reclaimed, Skipped, LiveKeys (Count); OldestLiveKeyAgeSeconds,
+// EvictionLagSeconds (Seconds); DurationMs (Milliseconds); ConsumedRCU,
+// ConsumedWCU, ScannedPerEvicted (None); Errors (Count, failed DynamoDB
+// calls, the cursor's included); PassFinished (1 when the pass finished).
+// Alarm on EvictionLagSeconds and on Errors, and treat missing data as
+// breaching: a sweeper that stops running emits nothing.
+//
+// Build it for provided.al2023 with CGO_ENABLED=0 and -tags lambda.norpc,
+// as a binary named bootstrap.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+func main() {
+	cfg, err := configFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sweeper:", err)
+		os.Exit(1)
+	}
+	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sweeper: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	f := &function{
+		client: dynamodb.NewFromConfig(awsCfg),
+		cfg:    cfg,
+		stdout: os.Stdout,
+		logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		now:    time.Now,
+	}
+	lambda.Start(f.handle)
+}

@@ -1,0 +1,573 @@
+package dynamostore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// SweepClient is the set of DynamoDB calls a Sweeper makes. *dynamodb.Client
+// satisfies it; tests wrap it to inject faults.
+type SweepClient interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+var _ SweepClient = (*dynamodb.Client)(nil)
+
+// Defaults and limits of SweepOptions.
+const (
+	// DefaultSweepSegments is the number of parallel scan segments: 4.
+	DefaultSweepSegments = 4
+	// MaxSweepSegments bounds SweepOptions.Segments; each segment is one
+	// goroutine with one request in flight.
+	MaxSweepSegments = 1000
+	// DefaultSweepPageSize is the Limit of each Scan request: 500 items.
+	DefaultSweepPageSize = 500
+	// DefaultSweepItemsPerSecond is the default rate limit: 1000 items
+	// scanned per second over all segments. At that rate one pass over a
+	// million records takes about 17 minutes of sweeping.
+	DefaultSweepItemsPerSecond = 1000
+	// DefaultSweepMargin is how long before the context's deadline a sweep
+	// stops starting pages: 5 seconds, time for the last pages' deletes and
+	// for the caller to save the cursor.
+	DefaultSweepMargin = 5 * time.Second
+	// sweepErrorMessages is how many error messages a report keeps.
+	sweepErrorMessages = 5
+)
+
+// SweepOptions configure a Sweeper. The zero value of each field selects
+// its default.
+type SweepOptions struct {
+	// Segments is the number of parallel scan segments (Segment and
+	// TotalSegments of a parallel Scan), 1 to MaxSweepSegments (default
+	// DefaultSweepSegments). A sweep that resumes from a cursor uses the
+	// cursor's number of segments instead, so that the pass it continues
+	// still covers the table exactly once.
+	Segments int
+	// PageSize is the Limit of each Scan request (default
+	// DefaultSweepPageSize). DynamoDB also ends a page at 1 MB of items
+	// read. With a rate limit below PageSize items per second, pages are
+	// made smaller so that each is at most one second's worth.
+	PageSize int
+	// ItemsPerSecond limits the items scanned per second over all segments
+	// (default DefaultSweepItemsPerSecond; negative: no limit). It bounds
+	// the deletes too, as at most one delete follows each scanned item.
+	ItemsPerSecond float64
+	// ReadUnitsPerSecond limits the read capacity consumed by Scan per
+	// second, as DynamoDB reports it (ReturnConsumedCapacity TOTAL).
+	// Zero or negative: no such limit. Implementations that report no
+	// consumed capacity (the embedded emulator) are limited by
+	// ItemsPerSecond alone.
+	ReadUnitsPerSecond float64
+	// Budget is how long a sweep may start new pages for, measured on Now
+	// from the start of Sweep. Zero: no budget of its own. A page started
+	// within the budget is finished (its deletes included), so a sweep
+	// overruns its budget by at most one page's work.
+	Budget time.Duration
+	// DeadlineMargin applies when the context passed to Sweep has a
+	// deadline: the sweep stops starting pages at the deadline minus the
+	// margin (default DefaultSweepMargin) or, when less than twice the
+	// margin remains at the start, halfway to the deadline.
+	DeadlineMargin time.Duration
+	// DryRun counts what a sweep would evict and reclaim without deleting
+	// anything.
+	DryRun bool
+	// Now is the clock (default time.Now). Expiry, lock expiry, ages and
+	// the budget are measured on it.
+	Now func() time.Time
+	// Sleep waits for d or until ctx is done (default: a real timer). The
+	// rate limits wait with it; a test that injects Now and sets a rate
+	// limit must inject a Sleep that advances its clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Logger receives one summary record per sweep (level Info, or Warn
+	// when something failed) and a Debug record per record that changed
+	// between the scan and its delete. Keys appear only as short hashes.
+	// Nil: no logging.
+	Logger *slog.Logger
+}
+
+// Sweeper deletes the expired and stuck records of one key table: the
+// spec's Steps 4 and 5, with DynamoDB's parallel Scan and conditional
+// deletes. It is safe for concurrent use; concurrent sweeps of one table
+// are correct but do the same work twice.
+type Sweeper struct {
+	client SweepClient
+	table  string
+	opts   SweepOptions
+}
+
+// NewSweeper returns a Sweeper over table. It panics if client is nil or
+// table is empty: that is a configuration error, caught at start.
+// Out-of-range options are clamped: Segments to [1, MaxSweepSegments],
+// PageSize to at least 1.
+func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions)) *Sweeper {
+	if client == nil || table == "" {
+		panic("dynamostore: NewSweeper needs a client and a table name")
+	}
+	s := &Sweeper{client: client, table: table}
+	for _, fn := range optFns {
+		fn(&s.opts)
+	}
+	o := &s.opts
+	if o.Segments <= 0 {
+		o.Segments = DefaultSweepSegments
+	}
+	o.Segments = min(o.Segments, MaxSweepSegments)
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultSweepPageSize
+	}
+	if o.ItemsPerSecond == 0 {
+		o.ItemsPerSecond = DefaultSweepItemsPerSecond
+	}
+	if o.ItemsPerSecond > 0 && float64(o.PageSize) > o.ItemsPerSecond {
+		o.PageSize = max(1, int(o.ItemsPerSecond))
+	}
+	if o.DeadlineMargin <= 0 {
+		o.DeadlineMargin = DefaultSweepMargin
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepTimer
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Table returns the table name.
+func (s *Sweeper) Table() string { return s.table }
+
+// Options returns the sweeper's effective options.
+func (s *Sweeper) Options() SweepOptions { return s.opts }
+
+// sweepProjection reads the attributes a sweep decides on, nothing else:
+// the stored responses, often most of an item's size, are not transferred.
+// (DynamoDB charges read capacity on the full items all the same.)
+const sweepProjection = "#pk, #exp, #state, #lock, #lock_exp, #created"
+
+func sweepProjectionNames() map[string]string {
+	return map[string]string{
+		"#pk": attrPK, "#exp": attrExpires, "#state": attrState,
+		"#lock": attrLock, "#lock_exp": attrLockExp, "#created": attrCreated,
+	}
+}
+
+// Sweep makes one pass over the table, or continues the pass that cursor
+// (returned by an earlier Sweep of the same table; "" starts a new pass)
+// left unfinished.
+//
+// Each segment scans its share of the table page by page, reading only the
+// attributes it decides on. At each page, with now read from Now once:
+//
+//   - a record whose exp (epoch seconds) is before now's is expired and is
+//     evicted with a DeleteItem conditioned on "exp < now": a record
+//     claimed again since the scan survives;
+//   - else, a record in progress whose lock expired (lock_exp before now,
+//     in epoch milliseconds) is stuck, its owner dead, and is reclaimed
+//     with a DeleteItem conditioned on the same state, lock token and an
+//     expired lock: a record completed or claimed again survives;
+//   - every other record is live and is left alone;
+//   - an item that is not a key record (the cursor item at SweepCursorKey,
+//     anything written by others) is foreign and is left alone.
+//
+// A delete whose condition fails counts as skipped. With DryRun nothing is
+// deleted and the report counts what would have been.
+//
+// The sweep stops starting pages when its Budget is spent or its context's
+// deadline nears (see DeadlineMargin), and then returns a report whose
+// Cursor resumes the pass where it stopped; a page in progress is always
+// finished first. A pass that finished returns Cursor "". The rate limits
+// (ItemsPerSecond, ReadUnitsPerSecond) are waited for between pages, and a
+// wait that would end past the budget stops the sweep instead.
+//
+// The report is non-nil unless cursor is invalid (ErrInvalidCursor). The
+// error is nil when every call succeeded, whether or not the pass
+// finished. When the context is canceled, the error is the context's: the
+// segments stop, a page interrupted in its deletes is swept again by the
+// next run (its items are counted again). Otherwise it is the first
+// DynamoDB failure, a *StoreError: a failed delete is counted and the
+// sweep goes on; a failed Scan stops its segment, and the cursor resumes
+// it from the failed page.
+func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error) {
+	start := s.opts.Now()
+	cur := &sweepCursor{Version: sweepCursorVersion, Table: s.table, Segments: make([]sweepSegCursor, s.opts.Segments)}
+	if cursor != "" {
+		var err error
+		if cur, err = sweepDecodeCursor(cursor, s.table); err != nil {
+			return nil, err
+		}
+	}
+	run := &sweepRun{
+		s:      s,
+		stopAt: s.stopTime(ctx, start),
+		items:  newSweepBucket(s.opts.ItemsPerSecond, s.opts.Now),
+		reads:  newSweepBucket(s.opts.ReadUnitsPerSecond, s.opts.Now),
+	}
+	tallies := make([]sweepTally, len(cur.Segments))
+	var wg sync.WaitGroup
+	for i, seg := range cur.Segments {
+		if seg.Done {
+			tallies[i].done = true
+			continue
+		}
+		wg.Go(func() { tallies[i] = run.segment(ctx, i, len(cur.Segments), sweepKeyFromCursor(seg.After)) })
+	}
+	wg.Wait()
+
+	report, err := s.report(start, tallies)
+	for _, t := range tallies {
+		if t.stop == SweepStoppedByCancel && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	s.opts.Logger.LogAttrs(context.WithoutCancel(ctx), level, "idemkey sweep", report.attrs()...)
+	return report, err
+}
+
+// stopTime returns when the sweep stops starting pages; zero for never.
+// The deadline's remaining time is measured on the wall clock and applied
+// from start on Now's clock, so that an injected clock sees the same
+// budget.
+func (s *Sweeper) stopTime(ctx context.Context, start time.Time) time.Time {
+	var stop time.Time
+	if s.opts.Budget > 0 {
+		stop = start.Add(s.opts.Budget)
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		remaining := time.Until(deadline)
+		byDeadline := start.Add(remaining - min(s.opts.DeadlineMargin, remaining/2))
+		if stop.IsZero() || byDeadline.Before(stop) {
+			stop = byDeadline
+		}
+	}
+	return stop
+}
+
+// report merges the segments' tallies.
+func (s *Sweeper) report(start time.Time, tallies []sweepTally) (*SweepReport, error) {
+	r := &SweepReport{Table: s.table, DryRun: s.opts.DryRun, Segments: len(tallies), Started: start, Finished: true}
+	var first error
+	next := &sweepCursor{Version: sweepCursorVersion, Table: s.table, Segments: make([]sweepSegCursor, len(tallies))}
+	for i, t := range tallies {
+		r.Pages += t.pages
+		r.Scanned += t.scanned
+		r.Evicted += t.evicted
+		r.Reclaimed += t.reclaimed
+		r.Skipped += t.skipped
+		r.LiveKeys += t.live
+		r.Foreign += t.foreign
+		r.OldestLiveKeyAge = max(r.OldestLiveKeyAge, t.oldestLive)
+		r.EvictionLag = max(r.EvictionLag, t.lag)
+		r.ConsumedReadUnits += t.rcu
+		r.ConsumedWriteUnits += t.wcu
+		r.Errors += t.errors
+		for _, m := range t.messages {
+			if len(r.ErrorMessages) < sweepErrorMessages {
+				r.ErrorMessages = append(r.ErrorMessages, m)
+			}
+		}
+		if first == nil {
+			first = t.firstErr
+		}
+		if t.done {
+			next.Segments[i].Done = true
+			continue
+		}
+		r.Finished = false
+		if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 {
+			next.Segments[i].After = after
+		}
+		if t.stop.severity() > r.StoppedBy.severity() {
+			r.StoppedBy = t.stop
+		}
+	}
+	if !r.Finished {
+		r.Cursor = next.encode()
+	}
+	r.Duration = s.opts.Now().Sub(start)
+	return r, first
+}
+
+// sweepRun is the state one Sweep shares between its segments.
+type sweepRun struct {
+	s            *Sweeper
+	stopAt       time.Time // zero: no stop
+	items, reads *sweepBucket
+}
+
+// sweepTally is one segment's share of a report, and where it stands.
+type sweepTally struct {
+	pages, scanned, evicted, reclaimed, skipped, live, foreign, errors int64
+
+	oldestLive, lag time.Duration
+	rcu, wcu        float64
+	messages        []string
+	firstErr        error
+
+	done  bool                            // the segment finished its share
+	stop  SweepStop                       // why it stopped, when not done
+	after map[string]types.AttributeValue // resume after this key; nil: from the start
+}
+
+func (t *sweepTally) fail(err error, msg string) {
+	t.errors++
+	if t.firstErr == nil {
+		t.firstErr = err
+	}
+	if len(t.messages) < sweepErrorMessages {
+		t.messages = append(t.messages, msg)
+	}
+}
+
+// errSweepStop reports that a wait for the rate limit would end past the
+// sweep's stop time.
+var errSweepStop = errors.New("dynamostore: sweep budget spent")
+
+// waitTurn waits until both rate limits allow another page.
+func (r *sweepRun) waitTurn(ctx context.Context) error {
+	for {
+		d := max(r.items.delay(), r.reads.delay())
+		if d <= 0 {
+			return nil
+		}
+		if !r.stopAt.IsZero() && r.s.opts.Now().Add(d).After(r.stopAt) {
+			return errSweepStop
+		}
+		if err := r.s.opts.Sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// segment sweeps segment seg of total, starting after the key after (nil:
+// from its beginning), until it finishes, its stop time comes, its context
+// ends or a Scan fails.
+func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string]types.AttributeValue) sweepTally {
+	t := sweepTally{after: after}
+	o := &r.s.opts
+	for {
+		if ctx.Err() != nil {
+			t.stop = SweepStoppedByCancel
+			return t
+		}
+		if err := r.waitTurn(ctx); err != nil {
+			t.stop = SweepStoppedByBudget
+			if !errors.Is(err, errSweepStop) {
+				t.stop = SweepStoppedByCancel
+			}
+			return t
+		}
+		if !r.stopAt.IsZero() && !o.Now().Before(r.stopAt) {
+			t.stop = SweepStoppedByBudget
+			return t
+		}
+		in := &dynamodb.ScanInput{
+			TableName:                &r.s.table,
+			Limit:                    aws.Int32(int32(min(o.PageSize, 1<<30))),
+			ProjectionExpression:     aws.String(sweepProjection),
+			ExpressionAttributeNames: sweepProjectionNames(),
+			ExclusiveStartKey:        t.after,
+			ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+		}
+		if total > 1 {
+			in.Segment, in.TotalSegments = aws.Int32(int32(seg)), aws.Int32(int32(total))
+		}
+		out, err := r.s.client.Scan(ctx, in)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.stop = SweepStoppedByCancel
+				return t
+			}
+			t.fail(&StoreError{Op: "Scan", Err: err}, fmt.Sprintf("Scan of segment %d: %v", seg, err))
+			t.stop = SweepStoppedByError
+			return t
+		}
+		t.pages++
+		scanned := int64(out.ScannedCount)
+		if scanned == 0 {
+			scanned = int64(len(out.Items)) // implementations that leave ScannedCount out
+		}
+		t.scanned += scanned
+		rcu := readUnits(out.ConsumedCapacity)
+		t.rcu += rcu
+		r.items.pay(float64(scanned))
+		r.reads.pay(rcu)
+
+		now := o.Now()
+		for _, item := range out.Items {
+			r.sweepItem(ctx, now, item, &t)
+		}
+		if ctx.Err() != nil {
+			t.stop = SweepStoppedByCancel // the page is swept again next time
+			return t
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			t.done, t.after = true, nil
+			return t
+		}
+		t.after = out.LastEvaluatedKey
+	}
+}
+
+// sweepFields are the attributes of a scanned record that a sweep decides
+// on.
+type sweepFields struct {
+	pk         string
+	exp        int64 // epoch seconds
+	inProgress bool
+	lock       string
+	lockExp    int64 // epoch milliseconds
+	created    int64 // epoch milliseconds
+}
+
+// sweepParse reads the projected attributes; ok is false for an item that
+// is not a key record of this package.
+func sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
+	var err error
+	if f.pk, err = getS(item, attrPK); err != nil {
+		return f, false
+	}
+	if _, key, ok := splitPartitionKey(f.pk); !ok || key == "" {
+		return f, false
+	}
+	if f.exp, err = getN(item, attrExpires); err != nil {
+		return f, false
+	}
+	if f.created, err = getN(item, attrCreated); err != nil {
+		return f, false
+	}
+	state, err := getS(item, attrState)
+	if err != nil {
+		return f, false
+	}
+	switch State(state) {
+	case StateCompleted:
+	case StateInProgress:
+		f.inProgress = true
+		if f.lock, err = getS(item, attrLock); err != nil {
+			return f, false
+		}
+		if f.lockExp, err = getN(item, attrLockExp); err != nil {
+			return f, false
+		}
+	default:
+		return f, false
+	}
+	return f, true
+}
+
+// sweepItem decides one scanned item and deletes it if it must go.
+func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
+	f, ok := sweepParse(item)
+	switch {
+	case !ok:
+		t.foreign++
+	case f.exp < now.Unix():
+		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
+		r.remove(ctx, t, &t.evicted, "evict", f.pk, evictInput(r.s.table, f.pk, now))
+	case f.inProgress && f.lockExp < now.UnixMilli():
+		r.remove(ctx, t, &t.reclaimed, "reclaim", f.pk, reclaimInput(r.s.table, f.pk, f.lock, now))
+	default:
+		t.live++
+		t.oldestLive = max(t.oldestLive, now.Sub(time.UnixMilli(f.created)))
+	}
+}
+
+// evictInput deletes the record at pk if it is still expired at now.
+func evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
+	return &dynamodb.DeleteItemInput{
+		TableName:                 &table,
+		Key:                       map[string]types.AttributeValue{attrPK: attrS(pk)},
+		ConditionExpression:       aws.String("#exp < :now_s"),
+		ExpressionAttributeNames:  map[string]string{"#exp": attrExpires},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now_s": attrN(now.Unix())},
+	}
+}
+
+// reclaimInput deletes the record at pk if it is still the in-progress
+// record of the claim whose token is lock, and that claim's lock has
+// expired at now.
+func reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInput {
+	return &dynamodb.DeleteItemInput{
+		TableName:                &table,
+		Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+		ConditionExpression:      aws.String("#state = :in_progress AND #lock = :lock AND #lock_exp < :now_ms"),
+		ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock, "#lock_exp": attrLockExp},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":in_progress": attrS(string(StateInProgress)),
+			":lock":        attrS(lock),
+			":now_ms":      attrN(now.UnixMilli()),
+		},
+	}
+}
+
+// remove sends one conditional delete (unless DryRun) and counts its
+// outcome: done on success, skipped when the condition failed, an error
+// otherwise.
+func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, action, pk string, in *dynamodb.DeleteItemInput) {
+	if r.s.opts.DryRun {
+		*done++
+		return
+	}
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	out, err := r.s.client.DeleteItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		*done++
+		t.wcu += writeUnits(out.ConsumedCapacity)
+	case errors.As(err, &ccf):
+		t.skipped++
+		r.s.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "idemkey sweep: record changed since the scan, left in place",
+			slog.String("table", r.s.table), slog.String("action", action), slog.String("key", SweepKeyHash(pk)))
+	case ctx.Err() != nil:
+		// Canceled: the segment stops after this page and sweeps it again.
+	default:
+		t.fail(&StoreError{Op: "DeleteItem", Err: err}, fmt.Sprintf("DeleteItem (%s, key %s): %v", action, SweepKeyHash(pk), err))
+	}
+}
+
+// SweepKeyHash returns the short hash by which sweep logs and messages
+// name a record: 12 hex digits of a SHA-256 of its partition key value, so
+// that logs can correlate records without holding clients' keys.
+func SweepKeyHash(pk string) string {
+	sum := sha256.Sum256([]byte("idemkey/sweep-key\x00" + pk))
+	return hex.EncodeToString(sum[:6])
+}
+
+func readUnits(c *types.ConsumedCapacity) float64 {
+	if c == nil {
+		return 0
+	}
+	if c.ReadCapacityUnits != nil {
+		return *c.ReadCapacityUnits
+	}
+	return aws.ToFloat64(c.CapacityUnits)
+}
+
+func writeUnits(c *types.ConsumedCapacity) float64 {
+	if c == nil {
+		return 0
+	}
+	if c.WriteCapacityUnits != nil {
+		return *c.WriteCapacityUnits
+	}
+	return aws.ToFloat64(c.CapacityUnits)
+}

@@ -1,0 +1,64 @@
+package dynamostore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/localstack"
+)
+
+// A sweep evicts the records whose retention has passed and reports how
+// far behind eviction was. The example runs against whatever
+// AWS_ENDPOINT_URL_DYNAMODB names, or the embedded emulator when it is
+// unset.
+func ExampleSweeper() {
+	ctx := context.Background()
+	ep, err := localstack.Start(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ep.Close()
+	table := localstack.TableName("sweep-example")
+	if err := dynamostore.EnsureTable(ctx, ep.Client, table, 0); err != nil {
+		log.Fatal(err)
+	}
+	defer ep.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: &table})
+
+	now := time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	store := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) { o.Now, o.Retention = clock, time.Hour })
+	claim := func(key string) *dynamostore.Claim {
+		sum := sha256.Sum256([]byte(key))
+		c, err := store.Claim(ctx, dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return c
+	}
+	done := claim("order-1")
+	if _, err := store.Complete(ctx, done, dynamostore.Response{Status: 201}); err != nil {
+		log.Fatal(err)
+	}
+	claim("order-2")             // its process died: in progress forever
+	now = now.Add(2 * time.Hour) // both are now an hour past their retention
+	claim("order-3")
+
+	// One segment: the embedded emulator ignores Segment and TotalSegments,
+	// so every segment of a parallel scan would read the whole table.
+	sweeper := dynamostore.NewSweeper(ep.Client, table, func(o *dynamostore.SweepOptions) { o.Now, o.Segments = clock, 1 })
+	r, err := sweeper.Sweep(ctx, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("scanned:", r.Scanned, "evicted:", r.Evicted, "live:", r.LiveKeys)
+	fmt.Println("eviction lag:", r.EvictionLag, "finished:", r.Finished)
+	// Output:
+	// scanned: 3 evicted: 2 live: 1
+	// eviction lag: 1h0m0s finished: true
+}

@@ -1,0 +1,76 @@
+package dynamostore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// sweepBucket is a token bucket that may go into debt: a caller waits until
+// the balance is not negative, does its work, then pays what the work cost
+// (items scanned, capacity consumed), which it only learns afterwards. The
+// balance refills at rate tokens per second up to burst. A bucket with a
+// rate of zero or less never makes anyone wait. It is safe for concurrent
+// use.
+type sweepBucket struct {
+	rate, burst float64
+	now         func() time.Time
+
+	mu      sync.Mutex
+	balance float64
+	last    time.Time
+}
+
+// newSweepBucket returns a full bucket: burst is one second's worth of
+// rate, and at least one token.
+func newSweepBucket(rate float64, now func() time.Time) *sweepBucket {
+	b := &sweepBucket{rate: rate, burst: max(rate, 1), now: now}
+	b.balance = b.burst
+	b.last = now()
+	return b
+}
+
+func (b *sweepBucket) refill(t time.Time) {
+	if dt := t.Sub(b.last); dt > 0 {
+		b.balance = min(b.burst, b.balance+dt.Seconds()*b.rate)
+	}
+	b.last = t
+}
+
+// delay returns how long until the balance is no longer negative: zero
+// when it is not.
+func (b *sweepBucket) delay() time.Duration {
+	if b.rate <= 0 {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(b.now())
+	if b.balance >= 0 {
+		return 0
+	}
+	return time.Duration(-b.balance / b.rate * float64(time.Second))
+}
+
+// pay takes n tokens, going into debt if needed.
+func (b *sweepBucket) pay(n float64) {
+	if b.rate <= 0 || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.refill(b.now())
+	b.balance -= n
+	b.mu.Unlock()
+}
+
+// sleepTimer waits for d or until ctx is done, on a real timer.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

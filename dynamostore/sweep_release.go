@@ -1,0 +1,90 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+var (
+	// ErrLockHeld reports that ReleaseKey found the key in progress under a
+	// lock that has not expired: its request may still be running.
+	ErrLockHeld = errors.New("dynamostore: lock still held")
+
+	// ErrKeyCompleted reports that ReleaseKey found the key completed.
+	// Releasing a completed key lets the next retry execute the request
+	// again: a duplicate.
+	ErrKeyCompleted = errors.New("dynamostore: key completed")
+)
+
+// ReleaseKeyOptions widen what ReleaseKey may delete. The zero value
+// releases only a stuck key: in progress with an expired lock, which is
+// what the sweeper reclaims.
+type ReleaseKeyOptions struct {
+	// InProgress releases an in-progress record even while its lock holds.
+	// If its request is still running, its commit then fails with
+	// ErrLockLost and writes nothing, but a retry may execute it again
+	// meanwhile, and effects outside DynamoDB are not fenced.
+	InProgress bool
+	// Completed releases a completed record too: the next retry of its
+	// request executes again, a duplicate.
+	Completed bool
+}
+
+// ReleaseKey deletes the live record of (scope, key) so that the next
+// request with the key executes: an operator's tool for a stuck key. It
+// reads the record with one consistent GetItem, then deletes it with one
+// DeleteItem conditioned on the record being the one it read (same state,
+// same lock token) and, for a stuck record, its lock still being expired.
+// It returns the record it deleted.
+//
+// Errors: ErrNotFound when there is no live record; ErrLockHeld for an
+// in-progress record whose lock holds, without InProgress; ErrKeyCompleted
+// for a completed record, without Completed (these two return the record
+// left in place along with the error); ErrLockLost when the record changed
+// between the read and the delete (nothing was deleted); *StoreError;
+// *RecordError for an item that is not a valid record.
+func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...func(*ReleaseKeyOptions)) (*Record, error) {
+	var o ReleaseKeyOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	rec, err := s.Get(ctx, scope, key)
+	if err != nil {
+		return nil, err
+	}
+	now := s.opts.Now()
+	pk := PartitionKeyFor(scope, key)
+	var in *dynamodb.DeleteItemInput
+	switch {
+	case rec.State == StateCompleted && !o.Completed:
+		return rec, ErrKeyCompleted
+	case rec.State == StateInProgress && rec.LockExpires.Before(now):
+		in = reclaimInput(s.table, pk, rec.LockToken, now)
+	case rec.State == StateInProgress && !o.InProgress:
+		return rec, ErrLockHeld
+	default:
+		in = &dynamodb.DeleteItemInput{
+			TableName:                &s.table,
+			Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+			ConditionExpression:      aws.String("#state = :state AND #lock = :lock"),
+			ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":state": attrS(string(rec.State)),
+				":lock":  attrS(rec.LockToken),
+			},
+		}
+	}
+	_, err = s.client.DeleteItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return rec, nil
+	case errors.As(err, &ccf):
+		return nil, ErrLockLost
+	}
+	return nil, &StoreError{Op: "DeleteItem", Err: err}
+}

@@ -1,0 +1,126 @@
+package dynamostore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+)
+
+func forceInProgress(o *dynamostore.ReleaseKeyOptions) { o.InProgress = true }
+func forceCompleted(o *dynamostore.ReleaseKeyOptions)  { o.Completed = true }
+
+func TestReleaseKeyDeletesAStuckKeySoTheNextRequestExecutes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.store(nil)
+	c, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	e.clock.Advance(dynamostore.DefaultLease + time.Millisecond)
+
+	rec, err := s.ReleaseKey(ctx, "tenant-a", "k1")
+	require.NoError(t, err)
+	assert.Equal(t, c.Record.LockToken, rec.LockToken)
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+	again, err := s.Claim(ctx, request("k1", "b"))
+	require.NoError(t, err)
+	assert.Equal(t, dynamostore.Acquired, again.Outcome)
+}
+
+func TestReleaseKeyRefusesAHeldLockUnlessForced(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.store(nil)
+	c, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+
+	rec, err := s.ReleaseKey(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrLockHeld)
+	assert.Equal(t, c.Record.LockToken, rec.LockToken, "the record left in place comes with the refusal")
+	_, err = s.ReleaseKey(ctx, "tenant-a", "k1", forceCompleted)
+	require.ErrorIs(t, err, dynamostore.ErrLockHeld, "Completed does not cover a held lock")
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.NoError(t, err)
+
+	_, err = s.ReleaseKey(ctx, "tenant-a", "k1", forceInProgress)
+	require.NoError(t, err)
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+	_, err = s.Complete(ctx, c, created)
+	require.ErrorIs(t, err, dynamostore.ErrLockLost, "the released request can no longer commit")
+}
+
+func TestReleaseKeyRefusesACompletedKeyUnlessForcedToDuplicate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.store(nil)
+	c, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	_, err = s.Complete(ctx, c, created)
+	require.NoError(t, err)
+
+	rec, err := s.ReleaseKey(ctx, "tenant-a", "k1", forceInProgress)
+	require.ErrorIs(t, err, dynamostore.ErrKeyCompleted)
+	assert.Equal(t, dynamostore.StateCompleted, rec.State)
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.NoError(t, err)
+
+	rec, err = s.ReleaseKey(ctx, "tenant-a", "k1", forceCompleted)
+	require.NoError(t, err)
+	assert.Equal(t, 201, rec.Response.Status)
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+}
+
+func TestReleaseKeyOfAnAbsentOrExpiredKeyIsNotFound(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.store(nil)
+	_, err := s.ReleaseKey(ctx, "tenant-a", "never")
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+
+	_, err = s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	e.clock.Advance(dynamostore.DefaultRetention + time.Second)
+	_, err = s.ReleaseKey(ctx, "tenant-a", "k1", forceInProgress, forceCompleted)
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+}
+
+// completeFirst completes a claim just before the first DeleteItem it
+// passes on.
+type completeFirst struct {
+	dynamostore.Client
+	complete func()
+}
+
+func (c *completeFirst) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if c.complete != nil {
+		c.complete()
+		c.complete = nil
+	}
+	return c.Client.DeleteItem(ctx, in, optFns...)
+}
+
+func TestReleaseKeyLeavesARecordThatChangedAfterItsRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	owner := e.store(nil)
+	c, err := owner.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	e.clock.Advance(dynamostore.DefaultLease + time.Millisecond) // stuck, but its owner is only slow
+
+	var completeErr error
+	client := &completeFirst{Client: e.client, complete: func() { _, completeErr = owner.Complete(ctx, c, created) }}
+	_, err = e.store(client).ReleaseKey(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrLockLost)
+	require.NoError(t, completeErr)
+	rec, err := owner.Get(ctx, "tenant-a", "k1")
+	require.NoError(t, err)
+	assert.Equal(t, dynamostore.StateCompleted, rec.State)
+}

@@ -1,0 +1,163 @@
+package dynamostore
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+)
+
+// SweepStop says why a sweep stopped before finishing its pass.
+type SweepStop string
+
+const (
+	// SweepStoppedByBudget: the budget was spent or the deadline neared.
+	SweepStoppedByBudget SweepStop = "budget"
+	// SweepStoppedByCancel: the context was canceled or its deadline passed.
+	SweepStoppedByCancel SweepStop = "canceled"
+	// SweepStoppedByError: a Scan failed.
+	SweepStoppedByError SweepStop = "error"
+)
+
+// severity orders the reasons, so that a report names the worst one of its
+// segments.
+func (s SweepStop) severity() int {
+	switch s {
+	case SweepStoppedByBudget:
+		return 1
+	case SweepStoppedByCancel:
+		return 2
+	case SweepStoppedByError:
+		return 3
+	}
+	return 0
+}
+
+// SweepReport is what one Sweep did. Its counts cover this run only; the
+// runs of one pass add up to the pass.
+//
+// Every scanned item is counted once in Evicted, Reclaimed, Skipped,
+// LiveKeys or Foreign, or, when its delete failed, in Errors; a page
+// interrupted by cancellation is the exception (see Sweep).
+type SweepReport struct {
+	Table    string
+	DryRun   bool
+	Segments int
+	Started  time.Time
+	Duration time.Duration
+	// Pages is the number of Scan pages read.
+	Pages int64
+	// Scanned is the number of items read, from DynamoDB's ScannedCount
+	// (or the number of items returned, where an implementation leaves
+	// ScannedCount out).
+	Scanned int64
+	// Evicted counts expired records deleted (with DryRun: that would
+	// have been).
+	Evicted int64
+	// Reclaimed counts stuck records deleted: in progress, lock expired.
+	Reclaimed int64
+	// Skipped counts deletes whose condition failed: the record was
+	// claimed again, completed or deleted between the scan and the delete.
+	Skipped int64
+	// LiveKeys counts live records seen: neither expired nor stuck.
+	LiveKeys int64
+	// Foreign counts items that are not key records, left alone.
+	Foreign int64
+	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
+	// live record seen; zero when none was seen.
+	OldestLiveKeyAge time.Duration
+	// EvictionLag is how long ago the oldest expired record seen expired:
+	// how far eviction is behind. Zero when no expired record was seen.
+	EvictionLag time.Duration
+	// ConsumedReadUnits and ConsumedWriteUnits sum the capacity DynamoDB
+	// reported for the Scans and the successful deletes. Zero on
+	// implementations that report none, such as the embedded emulator.
+	ConsumedReadUnits, ConsumedWriteUnits float64
+	// Errors counts failed DynamoDB calls; ErrorMessages holds the first
+	// five, naming keys only by SweepKeyHash.
+	Errors        int64
+	ErrorMessages []string
+	// Finished is true when the pass is complete; Cursor is then "".
+	Finished bool
+	// StoppedBy says why an unfinished pass stopped ("" when finished).
+	StoppedBy SweepStop
+	// Cursor resumes the pass with the next Sweep. It is opaque, and holds
+	// partition key values: store it like the table's data, never log it.
+	Cursor string
+}
+
+// ScannedPerEvicted is the number of items scanned per record evicted: the
+// read cost of one eviction. Zero when nothing was evicted.
+func (r *SweepReport) ScannedPerEvicted() float64 {
+	if r.Evicted == 0 {
+		return 0
+	}
+	return float64(r.Scanned) / float64(r.Evicted)
+}
+
+// attrs returns every figure of the report as log attributes. The cursor
+// appears only as whether there is one ("resumable").
+func (r *SweepReport) attrs() []slog.Attr {
+	a := []slog.Attr{
+		slog.String("table", r.Table),
+		slog.Bool("dry_run", r.DryRun),
+		slog.Int("segments", r.Segments),
+		slog.Int64("pages", r.Pages),
+		slog.Int64("scanned", r.Scanned),
+		slog.Int64("evicted", r.Evicted),
+		slog.Int64("reclaimed", r.Reclaimed),
+		slog.Int64("skipped", r.Skipped),
+		slog.Int64("live_keys", r.LiveKeys),
+		slog.Int64("foreign", r.Foreign),
+		slog.Duration("oldest_live_key_age", r.OldestLiveKeyAge),
+		slog.Duration("eviction_lag", r.EvictionLag),
+		slog.Duration("duration", r.Duration),
+		slog.Float64("consumed_rcu", r.ConsumedReadUnits),
+		slog.Float64("consumed_wcu", r.ConsumedWriteUnits),
+		slog.Float64("scanned_per_evicted", r.ScannedPerEvicted()),
+		slog.Int64("errors", r.Errors),
+		slog.Bool("finished", r.Finished),
+		slog.String("stopped_by", string(r.StoppedBy)),
+		slog.Bool("resumable", r.Cursor != ""),
+	}
+	if len(r.ErrorMessages) > 0 {
+		a = append(a, slog.Any("error_messages", r.ErrorMessages))
+	}
+	return a
+}
+
+// LogValue logs the report as a group of its figures, without the cursor.
+func (r *SweepReport) LogValue() slog.Value { return slog.GroupValue(r.attrs()...) }
+
+// MarshalJSON writes the report with durations in seconds (ages) and
+// milliseconds (duration), the cursor included when there is one.
+func (r *SweepReport) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Table              string    `json:"table"`
+		DryRun             bool      `json:"dryRun"`
+		Segments           int       `json:"segments"`
+		Started            time.Time `json:"started"`
+		DurationMs         int64     `json:"durationMs"`
+		Pages              int64     `json:"pages"`
+		Scanned            int64     `json:"scanned"`
+		Evicted            int64     `json:"evicted"`
+		Reclaimed          int64     `json:"reclaimed"`
+		Skipped            int64     `json:"skipped"`
+		LiveKeys           int64     `json:"liveKeys"`
+		Foreign            int64     `json:"foreign"`
+		OldestLiveKeyAge   float64   `json:"oldestLiveKeyAgeSeconds"`
+		EvictionLag        float64   `json:"evictionLagSeconds"`
+		ConsumedReadUnits  float64   `json:"consumedReadUnits"`
+		ConsumedWriteUnits float64   `json:"consumedWriteUnits"`
+		ScannedPerEvicted  float64   `json:"scannedPerEvicted"`
+		Errors             int64     `json:"errors"`
+		ErrorMessages      []string  `json:"errorMessages,omitempty"`
+		Finished           bool      `json:"finished"`
+		StoppedBy          SweepStop `json:"stoppedBy,omitempty"`
+		Cursor             string    `json:"cursor,omitempty"`
+	}{
+		r.Table, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
+		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.OldestLiveKeyAge.Seconds(),
+		r.EvictionLag.Seconds(), r.ConsumedReadUnits, r.ConsumedWriteUnits, r.ScannedPerEvicted(),
+		r.Errors, r.ErrorMessages, r.Finished, r.StoppedBy, r.Cursor,
+	})
+}
