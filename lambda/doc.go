@@ -1,0 +1,75 @@
+// Package lambda puts idemkey in front of AWS Lambda functions: HTTP
+// functions behind API Gateway, an Application Load Balancer or a Function
+// URL, and functions invoked with any other event (SQS, EventBridge, a
+// direct invoke).
+//
+// Our package name collides with aws-lambda-go's; import ours as
+// idemlambda:
+//
+//	import (
+//		"github.com/aws/aws-lambda-go/lambda"
+//		idemlambda "github.com/idemkey/idemkey/lambda"
+//	)
+//
+// # HTTP front doors
+//
+// NewAPIGatewayV1 (REST API, proxy integration), NewAPIGatewayV2 (HTTP API,
+// payload format 2.0), NewALB (target group) and NewFunctionURL (buffered
+// invoke mode) each turn an http.Handler into a function for lambda.Start.
+// They translate and decide nothing: the event becomes an *http.Request,
+// the handler answers into an in-memory http.ResponseWriter, and the
+// response becomes the event's response type. An http.Handler guarded by
+// package handler therefore answers the same statuses, problem documents
+// and Idempotent-Replayed header behind API Gateway as behind net/http.
+//
+// Middleware is handler.New with Lambda defaults: the idempotency scope
+// comes from the event (EventScope: the API key, the JWT subject, the
+// authorizer's principal or the IAM caller), and each key's lock lease
+// follows the invocation's deadline (handler.LeaseFromDeadline):
+//
+//	idem := idemlambda.Middleware(store)
+//	mux.Handle("POST /payments", idem(createPayment))
+//	lambda.Start(idemlambda.NewAPIGatewayV2(mux))
+//
+// The event is in the request's context (APIGatewayV1Event,
+// APIGatewayV2Event, ALBEvent, FunctionURLEvent), next to aws-lambda-go's
+// lambdacontext.
+//
+// # Any event
+//
+// Idempotent wraps a typed function, func(context.Context, In) (Out, error),
+// with a key chosen from the input: the first invocation runs it and stores
+// its output as JSON, later ones with the same key and input get the stored
+// output without running it. SQSBatch applies it to each record of an SQS
+// batch and reports failed records as partial batch failures.
+//
+// # The lease follows the invocation
+//
+// Lambda stops a function at its deadline without running any more of its
+// code, so a key claimed by an invocation that times out stays in flight
+// until its lock lease runs out. Middleware and Idempotent therefore claim
+// with a lease of the invocation's remaining time plus a margin
+// (DefaultLeaseMargin, 5 s): a retry after a timeout takes the key over
+// soon after the deadline, and a live invocation's key is never taken over,
+// since the invocation cannot outlive its deadline. aws-lambda-go sets the
+// deadline of each invocation's context from the Runtime API's
+// Lambda-Runtime-Deadline-Ms header.
+//
+// # Why not aws-lambda-go-api-proxy
+//
+// github.com/awslabs/aws-lambda-go-api-proxy converts the same events, but
+// it is one module of adapters for web frameworks (gin, echo, fiber, iris,
+// gorilla/mux, negroni, chi) whose go.mod requires all of them, so they
+// would all enter our users' module graphs; and it decides base64, cookie
+// and multi-value behaviour for us. The conversion here is a few hundred lines,
+// tested against aws-lambda-go's own sample events, and it lets us
+// guarantee what the idempotency contract needs: the exact body bytes that
+// are fingerprinted, Set-Cookie carried in the cookies field, binary bodies
+// base64-encoded by Content-Type, ALB responses in the header mode of their
+// request, and the event in the request's context for the scope rules.
+//
+// This package is not an HTTP server, a router, or a Lambda runtime: it
+// relies on aws-lambda-go's lambda.Start for the Runtime API and on package
+// handler for the HTTP contract. Response streaming is not supported: a
+// guarded response is buffered until its commit anyway.
+package lambda

@@ -1,0 +1,81 @@
+// Command payments-lambda serves idemkey's example payments API
+// (examples/payments/paymentsapi) as an AWS Lambda function behind an API
+// Gateway HTTP API (payload format 2.0), through the lambda package's
+// front door: every POST /payments is guarded by idemkey exactly as behind
+// net/http.
+//
+// It creates no tables. Configuration, from the environment:
+//
+//	KEY_TABLE      the idempotency key table (required)
+//	PAYMENT_TABLE  the payments table (required)
+//	RETENTION      how long keys are kept, a Go duration (default 24h)
+//	LEASE          the lock lease of a claim, a Go duration (default 5m,
+//	               the store's): how long a key stays blocked after an
+//	               invocation that died holding it
+//
+// The DynamoDB client comes from the SDK's default configuration, so the
+// usual variables apply: AWS_REGION, credentials, and
+// AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local or LocalStack.
+//
+// Build it for provided.al2023 with scripts/build-lambda.sh (a static
+// bootstrap, -tags lambda.norpc).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
+	idemlambda "github.com/idemkey/idemkey/lambda"
+)
+
+// handlerFunc is what lambda.Start runs.
+type handlerFunc = func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+func main() {
+	ctx := context.Background()
+	cfg, err := configFrom(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-lambda:", err)
+		os.Exit(1)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-lambda: AWS configuration:", err)
+		os.Exit(1)
+	}
+	lambda.Start(newFunction(dynamodb.NewFromConfig(awsCfg), cfg))
+}
+
+// newFunction returns the function: the payments API behind the HTTP API
+// front door.
+func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc {
+	return idemlambda.NewAPIGatewayV2(paymentsapi.NewHandler(client, cfg))
+}
+
+// configFrom reads the configuration from the environment.
+func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
+	cfg := paymentsapi.Config{KeyTable: getenv("KEY_TABLE"), PaymentTable: getenv("PAYMENT_TABLE"), Retention: 24 * time.Hour}
+	if cfg.KeyTable == "" || cfg.PaymentTable == "" {
+		return cfg, fmt.Errorf("KEY_TABLE and PAYMENT_TABLE must name the tables")
+	}
+	for name, d := range map[string]*time.Duration{"RETENTION": &cfg.Retention, "LEASE": &cfg.Lease} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(v)
+		if err != nil || parsed <= 0 {
+			return cfg, fmt.Errorf("%s=%q is not a positive duration", name, v)
+		}
+		*d = parsed
+	}
+	return cfg, nil
+}
