@@ -182,21 +182,14 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // LeaseFromDeadline returns a Lease function for Options: a request whose
-// context has a deadline holds its key for the time remaining plus margin,
-// so an invocation that is cut off at its deadline frees its key for the
-// retry soon after, while a live one is never reclaimed under it. A request
-// without a deadline gets the store's default lease.
+// context has a deadline holds its key for the time remaining plus margin
+// (idemkey.LeaseFromDeadline), so an invocation that is cut off at its
+// deadline frees its key for the retry soon after, while a live one is
+// never reclaimed under it. A request without a deadline gets the store's
+// default lease.
 func LeaseFromDeadline(margin time.Duration) func(*http.Request) time.Duration {
 	return func(r *http.Request) time.Duration {
-		deadline, ok := r.Context().Deadline()
-		if !ok {
-			return 0
-		}
-		lease := time.Until(deadline) + margin
-		if lease <= 0 {
-			lease = margin
-		}
-		return lease
+		return idemkey.LeaseFromDeadline(r.Context(), margin, time.Now())
 	}
 }
 

@@ -3,6 +3,8 @@ package lambda
 import (
 	"context"
 	"time"
+
+	"github.com/idemkey/idemkey"
 )
 
 // DefaultLeaseMargin is added to an invocation's remaining time to make
@@ -15,15 +17,11 @@ const DefaultLeaseMargin = 5 * time.Second
 // when not positive); margin alone when the deadline has passed. It
 // returns 0, which selects the store's default lease, when ctx has no
 // deadline. aws-lambda-go sets the deadline of each invocation's context
-// from the Lambda-Runtime-Deadline-Ms header. (handler.LeaseFromDeadline
-// is the same rule on the wall clock, for requests.)
+// from the Lambda-Runtime-Deadline-Ms header. (Both are
+// idemkey.LeaseFromDeadline.)
 func invocationLease(ctx context.Context, margin time.Duration, now func() time.Time) time.Duration {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return 0
-	}
 	if margin <= 0 {
 		margin = DefaultLeaseMargin
 	}
-	return max(deadline.Sub(now()), 0) + margin
+	return idemkey.LeaseFromDeadline(ctx, margin, now())
 }

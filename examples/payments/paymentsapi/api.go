@@ -44,6 +44,10 @@ type Config struct {
 	// with a plain PutItem. For load tests that measure idemkey's cost;
 	// never for real use: a retry pays twice.
 	Unguarded bool
+	// LeaseFromRequest, when set, gives each request's claim its own lease
+	// (handler.Options.Lease): a Lambda deployment ties it to the
+	// invocation's deadline with handler.LeaseFromDeadline.
+	LeaseFromRequest func(*http.Request) time.Duration
 }
 
 // PaymentsClient is what the app calls directly: reads, and the write of
@@ -74,6 +78,7 @@ func NewHandler(client Client, cfg Config) http.Handler {
 	})
 	idem := handler.New(store, func(o *handler.Options) {
 		o.Scope = func(r *http.Request) (string, error) { return ownerFrom(r.Context()), nil }
+		o.Lease = cfg.LeaseFromRequest
 	})
 	mux := http.NewServeMux()
 	if cfg.Unguarded {

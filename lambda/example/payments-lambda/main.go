@@ -9,9 +9,10 @@
 //	KEY_TABLE      the idempotency key table (required)
 //	PAYMENT_TABLE  the payments table (required)
 //	RETENTION      how long keys are kept, a Go duration (default 24h)
-//	LEASE          the lock lease of a claim, a Go duration (default 5m,
-//	               the store's): how long a key stays blocked after an
-//	               invocation that died holding it
+//	LEASE          the lock lease of a claim, a Go duration. Default: the
+//	               invocation's remaining time plus 5 s, so a key held by
+//	               an invocation that timed out is free for the retry soon
+//	               after, while a live invocation's key is never reclaimed
 //
 // The DynamoDB client comes from the SDK's default configuration, so the
 // usual variables apply: AWS_REGION, credentials, and
@@ -33,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
+	"github.com/idemkey/idemkey/handler"
 	idemlambda "github.com/idemkey/idemkey/lambda"
 )
 
@@ -57,6 +59,10 @@ func main() {
 // newFunction returns the function: the payments API behind the HTTP API
 // front door.
 func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc {
+	if cfg.LeaseFromRequest == nil && cfg.Lease == 0 {
+		// The lease follows the invocation: its remaining time plus a margin.
+		cfg.LeaseFromRequest = handler.LeaseFromDeadline(idemlambda.DefaultLeaseMargin)
+	}
 	return idemlambda.NewAPIGatewayV2(paymentsapi.NewHandler(client, cfg))
 }
 
