@@ -48,7 +48,7 @@ func TestTemplateGrantsExactlyTheCallsTheFunctionMakes(t *testing.T) {
 			resp, err := fn(ctx, event(t, "POST", "/payments", "k1", body))
 			require.NoError(t, err)
 			require.Equal(t, 201, resp.StatusCode)
-			assert.Equal(t, 201, call("POST", "/payments", "k1", body))                           // replay
+			assert.Equal(t, 201, call("POST", "/payments", "k1", body))                            // replay
 			assert.Equal(t, 422, call("POST", "/payments", "k1", `{"amount":5,"currency":"EUR"}`)) // mismatch
 			faulty.Plan("TransactWriteItems", ddbtest.FailBefore)
 			assert.Equal(t, 503, call("POST", "/payments", "k2", body)) // the commit fails: read, release
