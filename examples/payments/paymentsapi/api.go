@@ -132,6 +132,11 @@ func (a *app) create(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(a.cfg.Latency):
 		case <-r.Context().Done():
+			// Cut off (deadline, hang-up): answer 503, which is not stored,
+			// so the key is released and a retry executes. An empty 200
+			// here would be stored and replayed as the payment's answer.
+			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Payment not processed",
+				"The request ended before the payment was processed; nothing was charged. Retry with the same key."), time.Second)
 			return
 		}
 	}

@@ -13,6 +13,8 @@
 //	               invocation's remaining time plus 5 s, so a key held by
 //	               an invocation that timed out is free for the retry soon
 //	               after, while a live invocation's key is never reclaimed
+//	LATENCY        simulated payment-processor latency inside the handler,
+//	               a Go duration (default none; for tests and demos)
 //
 // The DynamoDB client comes from the SDK's default configuration, so the
 // usual variables apply: AWS_REGION, credentials, and
@@ -72,7 +74,7 @@ func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
 	if cfg.KeyTable == "" || cfg.PaymentTable == "" {
 		return cfg, fmt.Errorf("KEY_TABLE and PAYMENT_TABLE must name the tables")
 	}
-	for name, d := range map[string]*time.Duration{"RETENTION": &cfg.Retention, "LEASE": &cfg.Lease} {
+	for name, d := range map[string]*time.Duration{"RETENTION": &cfg.Retention, "LEASE": &cfg.Lease, "LATENCY": &cfg.Latency} {
 		v := getenv(name)
 		if v == "" {
 			continue
