@@ -18,10 +18,10 @@ import (
 // stuck), with 1 and 4 segments, default page size, no rate limit. Each
 // iteration reseeds the table outside the timer.
 //
-// On the embedded emulator, every request is serialised and the scans go
-// through emulatorScans (which reads several emulator pages per page), so
-// the numbers compare segment counts on one machine; they say little about
-// DynamoDB. Run it against DynamoDB Local or DynamoDB with
+// On the embedded emulator, every request is serialised and the front
+// answers each page of a parallel scan with one emulator Scan per item
+// evaluated, so the numbers compare segment counts on one machine; they say
+// little about DynamoDB. Run it against DynamoDB Local or DynamoDB with
 // AWS_ENDPOINT_URL_DYNAMODB for those.
 func BenchmarkSweep(b *testing.B) {
 	for _, segments := range []int{1, 4} {
@@ -35,7 +35,7 @@ func BenchmarkSweep(b *testing.B) {
 			b.Cleanup(func() {
 				_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &e.table})
 			})
-			sweeper := dynamostore.NewSweeper(e.sweepClient(b, nil), e.table, func(o *dynamostore.SweepOptions) {
+			sweeper := dynamostore.NewSweeper(e.client, e.table, func(o *dynamostore.SweepOptions) {
 				o.Now, o.Segments, o.ItemsPerSecond = e.clock.Now, segments, -1
 			})
 			var scanned, removed int64

@@ -49,9 +49,8 @@ func ExampleSweeper() {
 	now = now.Add(2 * time.Hour) // both are now an hour past their retention
 	claim("order-3")
 
-	// One segment: the embedded emulator ignores Segment and TotalSegments,
-	// so every segment of a parallel scan would read the whole table.
-	sweeper := dynamostore.NewSweeper(ep.Client, table, func(o *dynamostore.SweepOptions) { o.Now, o.Segments = clock, 1 })
+	// Four segments (the default), read in parallel.
+	sweeper := dynamostore.NewSweeper(ep.Client, table, func(o *dynamostore.SweepOptions) { o.Now, o.Segments = clock, 4 })
 	r, err := sweeper.Sweep(ctx, "")
 	if err != nil {
 		log.Fatal(err)

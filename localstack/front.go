@@ -53,6 +53,16 @@ const maxRequestBody = 32 << 20
 //     characters long.
 //   - Scan and Query responses carry ScannedCount, and Select COUNT returns
 //     no Items.
+//   - A parallel Scan (Segment, TotalSegments) reads one segment, not the
+//     whole table: its parameters are validated as on DynamoDB, an item
+//     belongs to the segment its partition key value hashes to, and Limit,
+//     ExclusiveStartKey and LastEvaluatedKey work within the segment (see
+//     segmentScan for how, and for its cost: quadratic in the table size
+//     over a whole scan).
+//   - A Scan or Query whose ExclusiveStartKey names an item deleted since
+//     continues after that key's position, as on DynamoDB, instead of
+//     returning nothing: the front puts a placeholder item with that key
+//     for the duration of the request (see holdStartKey).
 //   - PutItem returns Attributes only when ReturnValues is ALL_OLD, and then
 //     the item as it was before the put (minidyn always returns the new
 //     item).
@@ -129,6 +139,8 @@ func (f *front) serve(ctx context.Context, op string, header http.Header, body [
 		}
 	case "TransactWriteItems":
 		return f.transactWriteItems(ctx, header, body)
+	case "Scan", "Query":
+		return f.search(ctx, op, header, body)
 	}
 
 	var put *putReturn
@@ -145,8 +157,6 @@ func (f *front) serve(ctx context.Context, op string, header http.Header, body [
 		if err == nil && put != nil && resp.ok() {
 			err = put.amend(resp)
 		}
-	case "Scan", "Query":
-		f.afterSearch(ctx, op, body, resp)
 	}
 	if err != nil {
 		return errorResponse(http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("localstack: amending the %s response: %v", op, err))

@@ -196,3 +196,43 @@ func TestBareMinidynPutItemReturnsTheNewItemWhateverReturnValues(t *testing.T) {
 		}
 	}
 }
+
+func TestBareMinidynIgnoresScanSegments(t *testing.T) {
+	c := bareMinidyn(t)
+	createTable(t, c, "t", "")
+	for i := range 8 {
+		putItem(t, c, "t", map[string]types.AttributeValue{"pk": s(fmt.Sprint(i))})
+	}
+	for _, seg := range []int32{0, 1, 5} {
+		out, err := c.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String("t"), Segment: aws.Int32(seg), TotalSegments: aws.Int32(2)})
+		if err != nil {
+			t.Fatalf("segment %d of 2: %v (minidyn changed)", seg, err)
+		}
+		if out.Count != 8 {
+			t.Errorf("segment %d of 2: Count = %d, want 8, the whole table (minidyn changed)", seg, out.Count)
+		}
+	}
+}
+
+func TestBareMinidynEndsAScanAtAStartKeyWhoseItemWasDeleted(t *testing.T) {
+	ctx := context.Background()
+	c := bareMinidyn(t)
+	createTable(t, c, "t", "")
+	for i := range 8 {
+		putItem(t, c, "t", map[string]types.AttributeValue{"pk": s(fmt.Sprint(i))})
+	}
+	page, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), Limit: aws.Int32(3)})
+	if err != nil || page.LastEvaluatedKey == nil {
+		t.Fatalf("first page: LastEvaluatedKey %v, err %v", page.LastEvaluatedKey, err)
+	}
+	if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String("t"), Key: page.LastEvaluatedKey}); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), ExclusiveStartKey: page.LastEvaluatedKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest.Count != 0 || rest.LastEvaluatedKey != nil {
+		t.Errorf("Count, LastEvaluatedKey = %d, %v; want 0, none: the scan ends (minidyn changed)", rest.Count, rest.LastEvaluatedKey)
+	}
+}

@@ -87,9 +87,9 @@ func (f *front) currentItem(ctx context.Context, a *writeAction) (json.RawMessag
 	return out["Item"], nil
 }
 
-// keyAttributes returns the names of the table's key attributes, from
-// minidyn's DescribeTable, cached until the table is created or deleted
-// again through the front.
+// keyAttributes returns the names of the table's key attributes, the
+// partition (HASH) key first, from minidyn's DescribeTable, cached until the
+// table is created or deleted again through the front.
 func (f *front) keyAttributes(ctx context.Context, table string) ([]string, error) {
 	if names, ok := f.keys[table]; ok {
 		return names, nil
@@ -100,7 +100,7 @@ func (f *front) keyAttributes(ctx context.Context, table string) ([]string, erro
 	}
 	var out struct {
 		Table struct {
-			KeySchema []struct{ AttributeName string }
+			KeySchema []struct{ AttributeName, KeyType string }
 		}
 	}
 	if err := json.Unmarshal(resp.body.Bytes(), &out); err != nil {
@@ -108,7 +108,11 @@ func (f *front) keyAttributes(ctx context.Context, table string) ([]string, erro
 	}
 	names := make([]string, 0, len(out.Table.KeySchema))
 	for _, k := range out.Table.KeySchema {
-		names = append(names, k.AttributeName)
+		if k.KeyType == "HASH" {
+			names = append([]string{k.AttributeName}, names...)
+		} else {
+			names = append(names, k.AttributeName)
+		}
 	}
 	if len(names) == 0 {
 		return nil, fmt.Errorf("table %q has no key schema", table)

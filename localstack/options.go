@@ -68,6 +68,17 @@ type Options struct {
 	// them: ScannedCount is always 0 and Select COUNT still returns Items.
 	DisableScanCounts bool
 
+	// DisableScanSegments leaves parallel Scans (Segment, TotalSegments) to
+	// minidyn, which ignores both: every segment then reads the whole
+	// table, and invalid segment parameters are accepted.
+	DisableScanSegments bool
+
+	// DisableStartKeyResume leaves Scan and Query requests whose
+	// ExclusiveStartKey names an item deleted since to minidyn, which then
+	// returns no items and no LastEvaluatedKey, ending a paginated scan
+	// early instead of continuing after the key.
+	DisableStartKeyResume bool
+
 	// DisableTableStatus leaves table descriptions as minidyn writes them,
 	// without TableStatus, so the SDK's table waiters never see ACTIVE.
 	DisableTableStatus bool
@@ -76,7 +87,8 @@ type Options struct {
 // disablesAny reports whether any fix of the front is switched off.
 func (o *Options) disablesAny() bool {
 	return o.DisableReturnOldItem || o.DisablePutReturnValues || o.DisableClientRequestToken ||
-		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus
+		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus ||
+		o.DisableScanSegments || o.DisableStartKeyResume
 }
 
 func resolveOptions(optFns []func(*Options)) Options {

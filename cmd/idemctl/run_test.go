@@ -254,9 +254,8 @@ func TestSweepPrintsTheReportAndDryRunDeletesNothing(t *testing.T) {
 	claim(t, ep, table, "old-2", now.Add(-3*time.Hour), time.Minute, time.Hour, false)
 	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false)
 	claim(t, ep, table, "live", now, time.Minute, time.Hour, true)
-	// One segment: the embedded emulator does not split a scan into segments.
 	report := func(args ...string) (map[string]any, result) {
-		r := idemctl(append([]string{"sweep", "-table", table, "-segments", "1"}, args...)...)
+		r := idemctl(append([]string{"sweep", "-table", table, "-segments", "4"}, args...)...)
 		var m map[string]any
 		if r.code == exitOK {
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)

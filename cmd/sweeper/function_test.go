@@ -72,8 +72,7 @@ func (fx *fixture) claim(t *testing.T, key string, at time.Time, lease, retentio
 }
 
 // seed writes 30 records, order-%02d: every tenth (9, 19, 29) live and
-// completed, the others expired (even) or stuck (odd). In the emulator's
-// order (by partition key) a page of 10 then always ends on a live record.
+// completed, the others expired (even) or stuck (odd).
 func (fx *fixture) seed(t *testing.T) (expired, stuck, live int64) {
 	now := fx.clock.Now()
 	for i := range 30 {
@@ -122,7 +121,7 @@ func TestInvocationSweepsAndEmitsOneValidEMFLineWithTheReportsFigures(t *testing
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	r, err := fx.function(nil, settings{Segments: 1}).handle(ctx, event(t))
+	r, err := fx.function(nil, settings{Segments: 4}).handle(ctx, event(t))
 	require.NoError(t, err)
 	assert.True(t, r.Finished)
 	assert.Equal(t, expired, r.Evicted)
@@ -221,7 +220,7 @@ func TestInvocationWithAnUnusableStoredCursorStartsANewPass(t *testing.T) {
 	fx := newFixture(t)
 	expired, _, _ := fx.seed(t)
 	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "garbage", fx.clock.Now()))
-	r, err := fx.function(nil, settings{Segments: 1}).handle(context.Background(), event(t))
+	r, err := fx.function(nil, settings{Segments: 4}).handle(context.Background(), event(t))
 	require.NoError(t, err)
 	assert.True(t, r.Finished)
 	assert.Equal(t, expired, r.Evicted)
@@ -237,7 +236,7 @@ func TestDryRunInvocationDeletesNothingAndLeavesTheCursorAlone(t *testing.T) {
 	fx := newFixture(t)
 	expired, stuck, _ := fx.seed(t)
 	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "someone-elses", fx.clock.Now()))
-	r, err := fx.function(nil, settings{Segments: 1, DryRun: true}).handle(context.Background(), event(t))
+	r, err := fx.function(nil, settings{Segments: 4, DryRun: true}).handle(context.Background(), event(t))
 	require.NoError(t, err)
 	assert.Equal(t, expired, r.Evicted)
 	assert.Equal(t, stuck, r.Reclaimed)
@@ -247,7 +246,7 @@ func TestDryRunInvocationDeletesNothingAndLeavesTheCursorAlone(t *testing.T) {
 	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	assert.Equal(t, "someone-elses", saved)
-	again, err := fx.function(nil, settings{Segments: 1, DryRun: true}).handle(context.Background(), event(t))
+	again, err := fx.function(nil, settings{Segments: 4, DryRun: true}).handle(context.Background(), event(t))
 	require.NoError(t, err)
 	assert.Equal(t, expired, again.Evicted, "nothing was deleted")
 }

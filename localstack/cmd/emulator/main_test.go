@@ -100,6 +100,19 @@ func startEmulator(t *testing.T, bin string, args ...string) (*exec.Cmd, string,
 	return nil, "", nil
 }
 
+// createTable creates table name, keyed by the string attribute pk.
+func createTable(t *testing.T, db *dynamodb.Client, name string) {
+	t.Helper()
+	if _, err := db.CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	}); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+}
+
 func TestEmulatorServesDynamoDBAndExitsCleanlyOnSIGTERM(t *testing.T) {
 	bin := buildEmulator(t)
 	cmd, url, stderr := startEmulator(t, bin, "-addr", "127.0.0.1:0")
@@ -110,14 +123,7 @@ func TestEmulatorServesDynamoDBAndExitsCleanlyOnSIGTERM(t *testing.T) {
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
 	ctx := context.Background()
-	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String("t"),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
-	}); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
+	createTable(t, db, "t")
 	out, err := db.ListTables(ctx, &dynamodb.ListTablesInput{})
 	if err != nil || len(out.TableNames) != 1 {
 		t.Fatalf("ListTables = %v, %v; want [t] (the front is in place)", out, err)
@@ -143,14 +149,20 @@ func TestEmulatorServesDynamoDBAndExitsCleanlyOnSIGTERM(t *testing.T) {
 
 func TestEmulatorFlagsSwitchOffFrontFixes(t *testing.T) {
 	bin := buildEmulator(t)
-	_, url, _ := startEmulator(t, bin, "-addr", "127.0.0.1:0", "-disable-list-tables")
+	_, url, _ := startEmulator(t, bin, "-addr", "127.0.0.1:0", "-disable-list-tables", "-disable-scan-segments")
 	db := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(url),
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 	})
-	if _, err := db.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err == nil || !strings.Contains(err.Error(), "UnknownOperationException") {
+	ctx := context.Background()
+	if _, err := db.ListTables(ctx, &dynamodb.ListTablesInput{}); err == nil || !strings.Contains(err.Error(), "UnknownOperationException") {
 		t.Errorf("ListTables with -disable-list-tables: err = %v, want UnknownOperationException", err)
+	}
+	createTable(t, db, "t")
+	// The front rejects segment 2 of 2; minidyn does not look at segments.
+	if _, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), Segment: aws.Int32(2), TotalSegments: aws.Int32(2)}); err != nil {
+		t.Errorf("Scan of segment 2 of 2 with -disable-scan-segments: err = %v, want none", err)
 	}
 }
 
