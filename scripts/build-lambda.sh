@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=${GOARCH:-arm64}
+# Release binaries are built with the patched toolchain (see scripts/vulncheck.sh).
+export GOTOOLCHAIN=${GOTOOLCHAIN_RELEASE:-go1.26.10}
 declare -A functions=(
 	[payments]=./lambda/example/payments-lambda
 	[sweeper]=./cmd/sweeper
