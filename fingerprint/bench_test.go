@@ -4,9 +4,12 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gowebpki/jcs"
 
@@ -85,6 +88,7 @@ var benchBodies = sync.OnceValue(func() []benchBody {
 		{"1MiB", genBody(1 << 20)},
 		{"sorted-10000", sortedMembers(10_000)},
 		{"sorted-100000", sortedMembers(100_000)},
+		{"reversed-10000", reversedMembers(10_000)},
 		{"reversed-100000", reversedMembers(100_000)},
 		{"nested-unsorted-1000", nestedUnsorted()},
 	}
@@ -182,4 +186,114 @@ func BenchmarkSHA256(b *testing.B) {
 	for b.Loop() {
 		_ = sha256.Sum256(body)
 	}
+}
+
+// interleave runs a and c alternately, timing each call, and reports the
+// median time of c over the median time of a as the metric unit. Running
+// the two side by side, call by call, cancels the drift of a shared machine,
+// which separate benchmarks run seconds apart do not, and medians ignore the
+// calls that happen to be descheduled. ns/op is the median time of a.
+//
+// Where the thread's CPU time can be read, the same ratio of CPU times is
+// reported as unit+"_cpu". It does not count the time the thread waits for a
+// processor, which on a busy machine inflates the wall-clock time of long
+// calls more than that of short ones; nor the work of background garbage
+// collection, which only the allocating side (jcs) causes.
+func interleave(b *testing.B, unit string, a, c func()) {
+	b.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a()
+	c()
+	var ta, tc, ca, cc []time.Duration
+	_, cpuOK := threadCPU()
+	for b.Loop() {
+		u0, _ := threadCPU()
+		t0 := time.Now()
+		a()
+		t1 := time.Now()
+		u1, _ := threadCPU()
+		c()
+		t2 := time.Now()
+		u2, _ := threadCPU()
+		ta, tc = append(ta, t1.Sub(t0)), append(tc, t2.Sub(t1))
+		ca, cc = append(ca, u1-u0), append(cc, u2-u1)
+	}
+	b.ReportMetric(float64(median(ta).Nanoseconds()), "ns/op")
+	b.ReportMetric(float64(median(tc))/float64(median(ta)), unit)
+	if cpuOK && median(ca) > 0 {
+		b.ReportMetric(float64(median(cc))/float64(median(ca)), unit+"_cpu")
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+func bodyNamed(name string) []byte {
+	for _, bb := range benchBodies() {
+		if bb.name == name {
+			return bb.body
+		}
+	}
+	panic("no benchmark body " + name)
+}
+
+// BenchmarkJSONDigestVsJCS reports how many times faster JSON is than the
+// RFC 8785 reference, github.com/gowebpki/jcs followed by SHA-256, on the
+// 64 KiB body, the two measured in alternation (metric x_vs_jcs).
+func BenchmarkJSONDigestVsJCS(b *testing.B) {
+	body := bodyNamed("64KiB")
+	b.SetBytes(int64(len(body)))
+	interleave(b, "x_vs_jcs",
+		func() {
+			if _, err := fingerprint.JSON(body); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			out, err := jcs.Transform(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = sha256.Sum256(out)
+		})
+}
+
+// BenchmarkJSONDigestScaling reports the time for an object of 100,000
+// members relative to one of 10,000 (metric x_time_for_10x_members), already
+// sorted and in reverse order, the two sizes measured in alternation.
+// Linear time gives 10. Garbage collection caused by one size may run during
+// calls of the other, so the ratio does not show allocation costs: compare
+// BenchmarkJSONDigest/sorted-10000 with sorted-100000 for those, and see
+// B/op here; TestWorkPerMemberIsBounded checks them exactly.
+func BenchmarkJSONDigestScaling(b *testing.B) {
+	for _, order := range []string{"sorted", "reversed"} {
+		b.Run(order, func(b *testing.B) {
+			small, large := bodyNamed(order+"-10000"), bodyNamed(order+"-100000")
+			interleave(b, "x_time_for_10x_members",
+				func() {
+					if _, err := fingerprint.JSON(small); err != nil {
+						b.Fatal(err)
+					}
+				},
+				func() {
+					if _, err := fingerprint.JSON(large); err != nil {
+						b.Fatal(err)
+					}
+				})
+		})
+	}
+}
+
+// BenchmarkDigestRawVsSHA256 reports the speed of Request.Digest on a
+// 64 KiB body that is not JSON relative to SHA-256 alone (metric
+// speed_vs_sha256; 1 is as fast), the two measured in alternation.
+func BenchmarkDigestRawVsSHA256(b *testing.B) {
+	r := fingerprint.Request{Method: "POST", Path: "/v1/uploads", Body: nonJSONBody()}
+	b.SetBytes(int64(len(r.Body)))
+	interleave(b, "speed_vs_sha256",
+		func() { _ = r.Digest() },
+		func() { _ = sha256.Sum256(r.Body) })
 }

@@ -2,8 +2,10 @@ package fingerprint_test
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -218,6 +220,125 @@ func TestCanonicalRejectsDuplicateNames(t *testing.T) {
 	checkCanonical(t, []canonicalCase{{`{"a":{"a":{"a":1}},"b":{"a":2}}`, `{"a":{"a":{"a":1}},"b":{"a":2}}`}})
 }
 
+// With several repeated names, the offset is that of the second occurrence
+// of the first repeat found: the first repeated name while the names are in
+// order, the smallest repeated name once they are not, however large the
+// object and however often the name repeats.
+func TestCanonicalReportsWhichDuplicateNameDeterministically(t *testing.T) {
+	var wide strings.Builder
+	wide.WriteString(`{"zz":0`)
+	for i := range 40 {
+		fmt.Fprintf(&wide, `,"n%02d":%d`, 39-i, i)
+	}
+	wideBase := wide.Len()
+	wide.WriteString(`,"n07":1,"n03":1,"n03":2,"n07":2}`)
+	for _, c := range []struct {
+		in     string
+		offset int64
+	}{
+		{`{"a":1,"b":1,"b":2,"a":3}`, 13},             // in order up to the repeat
+		{`{"b":1,"x":1,"a":1,"x":2,"x":3,"a":2}`, 31}, // "a" sorts first
+		{`{"x":1,"b":1,"x":2,"x":3,"b":2}`, 25},       // "b", not "x"
+		{`{"x":1,"b":1,"x":2,"x":3}`, 13},             // the second of three
+		{`{"b":0, "x" :1 ,"a":1,"x":2}`, 22},          // offsets count whitespace
+		{wide.String(), int64(wideBase) + 9},          // pdqsort path: "n03" again
+	} {
+		_, err := fingerprint.Canonical([]byte(c.in))
+		var se *fingerprint.SyntaxError
+		if !errors.As(err, &se) || !errors.Is(err, fingerprint.ErrDuplicateName) || se.Offset != c.offset {
+			t.Errorf("Canonical(%.60s) error = %v, want ErrDuplicateName at offset %d", c.in, err, c.offset)
+		}
+	}
+}
+
+// rankedMember is a member of a test object: its text as given and in
+// canonical form, and its rank in canonical order.
+type rankedMember struct {
+	in, want string
+	rank     int
+}
+
+// rankedObject returns the object of the members ms, in the order given and
+// separated by sep, and its canonical form.
+func rankedObject(sep string, ms ...rankedMember) (in, want string) {
+	ins := make([]string, len(ms))
+	for j, m := range ms {
+		ins[j] = m.in
+	}
+	sorted := slices.SortedFunc(slices.Values(ms), func(a, b rankedMember) int { return cmp.Compare(a.rank, b.rank) })
+	wants := make([]string, len(sorted))
+	for j, m := range sorted {
+		wants[j] = m.want
+	}
+	return "{" + strings.Join(ins, sep) + "}", "{" + strings.Join(wants, ",") + "}"
+}
+
+// Objects record their members only once the names leave canonical order or
+// a value is an array or object; the members before that point are recovered
+// from their text, whatever had to be respelled in it.
+func TestCanonicalSortsObjectsThatLeaveOrderLate(t *testing.T) {
+	values := []struct{ in, want string }{
+		{`1`, `1`}, {`1.50`, `1.5`}, {`-0`, `0`}, {`1e2`, `100`}, {`"x"`, `"x"`},
+		{`"\u00e9\/\n"`, `"é/\n"`}, {`"\u0001"`, `"\u0001"`}, {`true`, `true`},
+		{`{}`, `{}`}, {`[ ]`, `[]`}, {`[1,{"b":1,"a":2}]`, `[1,{"a":2,"b":1}]`}, {`{"d":{},"c":[]}`, `{"c":[],"d":{}}`},
+	}
+	// In canonical order. The first ones are spelled canonically, so that
+	// with canonical values they are recovered from src, and two of them
+	// share their first eight bytes; the others are respelled, so that the
+	// members before them are recovered from the arena.
+	names := []struct{ in, want string }{
+		{`aa`, `aa`}, {`ab_name_1`, `ab_name_1`}, {`ab_name_2`, `ab_name_2`}, {`ac`, `ac`},
+		{`\u0062b`, `bb`}, {`c\"`, `c\"`}, {`d\/`, `d/`}, {`e\u0000`, `e\u0000`}, {`f\u00e9`, `fé`},
+		{`h\n`, `h\n`}, {`ii`, `ii`},
+	}
+	// member returns names[n] followed by suffix, which is "" or "0" (and
+	// then sorts right after names[n]), with values[v] as value, wrapped in
+	// brackets if array is set.
+	member := func(n int, suffix string, v int, array bool) rankedMember {
+		val := values[v%len(values)]
+		if array {
+			val.in, val.want = "["+val.in+"]", "["+val.want+"]"
+		}
+		return rankedMember{
+			in:   `"` + names[n].in + suffix + `":` + val.in,
+			want: `"` + names[n].want + suffix + `":` + val.want,
+			rank: 2*n + len(suffix),
+		}
+	}
+	last := len(names) - 1
+	for k := 1; k < len(names); k++ {
+		for v := range values {
+			for _, sep := range []string{",", " ,\n "} {
+				// The last name first, then names[:k] in order with
+				// various values: the object leaves order at once.
+				ms := []rankedMember{member(last, "", v, false)}
+				for j := range k {
+					ms = append(ms, member(j, "", v+j, false))
+				}
+				in, want := rankedObject(sep, ms...)
+				checkCanonical(t, []canonicalCase{{in, want}})
+
+				// names[:k] in order, the last name with an array value,
+				// then a name that belongs before it: the object starts
+				// recording at the array and leaves order at its end.
+				ms = ms[1:]
+				in, want = rankedObject(sep, append(ms, member(last, "", v, true), member(k-1, "0", v, false))...)
+				checkCanonical(t, []canonicalCase{{in, want}})
+
+				// names[:k] in order, all with the same scalar value (so
+				// that with a canonical one the members are recovered from
+				// src), then "aa0": the object leaves order at its end.
+				ms = ms[:0]
+				for j := range k {
+					ms = append(ms, member(j, "", v, false))
+				}
+				in, want = rankedObject(sep, append(ms, member(0, "0", v, false))...)
+				checkCanonical(t, []canonicalCase{{in, want}})
+			}
+		}
+	}
+}
+
 func TestCanonicalSyntaxErrorsReportOffset(t *testing.T) {
 	for _, c := range []struct {
 		in     string
@@ -398,6 +519,31 @@ func TestAppendCanonicalInPlace(t *testing.T) {
 	}
 	if want := `{"a":1,"b":[1,"A"]}`; string(got) != want {
 		t.Errorf("AppendCanonical in place = %q, want %q", got, want)
+	}
+}
+
+// In-place canonicalisation works when the canonical text is the input
+// itself, when members are reordered, and when reordering is deferred to
+// the output.
+func TestAppendCanonicalInPlaceWhateverItChanges(t *testing.T) {
+	for _, in := range []string{
+		`{"a":[1,"x",{"b":null}],"b":true}`,
+		` {"a":[1,"x",{"b":null}],"b":true} `,
+		`{"b":1,"a":{"d":[1,2],"c":"\u00e9"}}`,
+		string(nestedUnsorted()),
+	} {
+		want, err := fingerprint.Canonical([]byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := []byte(in)
+		got, err := fingerprint.AppendCanonical(buf[:0], buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("AppendCanonical in place of %.40s = %.60s, want %.60s", in, got, want)
+		}
 	}
 }
 

@@ -88,8 +88,8 @@ func (r Request) Digest() Digest {
 		hdr = appendField(append(hdr, tagRaw), r.Query)
 	}
 	h := c.hasher()
-	if len(r.Body) > 0 && c.parse(r.Body) == nil {
-		hdr = binary.BigEndian.AppendUint64(append(hdr, tagJSON), uint64(len(c.arena)))
+	if len(r.Body) > 0 && c.parse(r.Body) {
+		hdr = binary.BigEndian.AppendUint64(append(hdr, tagJSON), uint64(len(c.text)))
 		h.Write(hdr)
 		c.hashCanonical(h)
 	} else {
@@ -98,9 +98,7 @@ func (r Request) Digest() Digest {
 		h.Write(r.Body)
 	}
 	c.hdr = hdr
-	var d Digest
-	h.Sum(d[:0])
-	return d
+	return c.digest()
 }
 
 // JSON returns the fingerprint of the JSON text v, under a domain of its own
@@ -112,18 +110,16 @@ func (r Request) Digest() Digest {
 func JSON(v []byte) (Digest, error) {
 	c := getCanon()
 	defer putCanon(c)
-	if err := c.parse(v); err != nil {
-		return Digest{}, err
+	if !c.parse(v) {
+		return Digest{}, c.failure.err()
 	}
 	hdr := appendField(c.hdr[:0], jsonDomain)
-	hdr = binary.BigEndian.AppendUint64(hdr, uint64(len(c.arena)))
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(len(c.text)))
 	h := c.hasher()
 	h.Write(hdr)
 	c.hashCanonical(h)
 	c.hdr = hdr
-	var d Digest
-	h.Sum(d[:0])
-	return d, nil
+	return c.digest(), nil
 }
 
 // Equal reports whether a and b hold the same bytes, taking time that
@@ -163,13 +159,10 @@ func (c *canon) hasher() hash.Hash {
 	return c.sha
 }
 
-// hashCanonical writes the canonical text of the last successful parse to h.
-// Its length is len(c.arena): reordering members does not change it.
-func (c *canon) hashCanonical(h hash.Hash) {
-	if len(c.objs) == 0 {
-		h.Write(c.arena)
-		return
-	}
-	c.scratch = c.emit(c.scratch[:0])
-	h.Write(c.scratch)
+// digest returns the sum of c.sha. It goes through c.sum because a slice
+// of a local array passed to the hash.Hash interface would escape to the
+// heap.
+func (c *canon) digest() Digest {
+	c.sha.Sum(c.sum[:0])
+	return Digest(c.sum)
 }

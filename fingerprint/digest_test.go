@@ -253,3 +253,36 @@ func TestEqualComparesBytes(t *testing.T) {
 		t.Error("nil and empty differ")
 	}
 }
+
+// JSON and Request.Digest hash the canonical text where it lies, putting
+// the members of deferred objects in order on the way through a bounded
+// buffer; the digest must equal that of the text Canonical returns, for
+// pieces shorter and longer than the buffer and for texts that need no
+// change at all.
+func TestDigestsHashTheCanonicalText(t *testing.T) {
+	long := strings.Repeat("x", 20<<10)
+	for name, in := range map[string][]byte{
+		"small":        []byte(`{"b":1,"a":2}`),
+		"canonical":    []byte(`{"a":[1,"x",{"b":null}],"b":true}`),
+		"records":      genBody(64 << 10),
+		"records-1MiB": genBody(1 << 20),
+		"nested":       nestedUnsorted(),
+		"long-members": []byte(`{"z":"` + long + `","y":{"b":"` + long[:600] + `","a":[1,{"d":0,"c":"` + long[:3000] + `"}]},"x":0}`),
+	} {
+		canon, err := fingerprint.Canonical(in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		d, err := fingerprint.JSON(in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := sha256.Sum256(append(field("idemkey/fingerprint/v1/json"), field(string(canon))...)); d != want {
+			t.Errorf("%s: JSON digest differs from the digest of the canonical text", name)
+		}
+		r := fingerprint.Request{Method: "POST", Path: "/p", Body: in}
+		if got, want := r.Digest(), layoutDigest("POST", "/p", 'f', "", 'j', string(canon)); got != want {
+			t.Errorf("%s: request digest differs from the digest of the canonical text", name)
+		}
+	}
+}

@@ -73,14 +73,32 @@
 // non-zero number must lie within 10^±[MaxExponent] (otherwise
 // [ErrNumberRange]); this rejects no value an IEEE-754 double can hold.
 //
-// Canonicalisation is never quadratic. The input is scanned once, and the
-// output is written as it is scanned. An object whose members arrive in
-// order costs one name comparison per member; any other object is sorted
-// once, in O(m log m) comparisons, and its bytes are then moved a bounded
-// number of times however deeply such objects nest. Time is therefore
-// O(n log n) in the input size n and memory O(n). Nesting deeper than
-// [MaxDepth] is the error [ErrTooDeep]; the parser keeps its own stack and
-// does not recurse, so no input can exhaust the goroutine stack.
+// # Cost
+//
+// Canonicalisation is never quadratic. The input is scanned once. Text that
+// is already canonical, usually most of it, is not copied until it has to
+// move, and an input that is canonical already (but for whitespace around
+// it) is not copied at all. An object whose members arrive in order costs
+// one name comparison per member and no memory; any other object is sorted
+// once, in O(m log m) comparisons (fewer when it has the same member names
+// in the same order as a recent object, as records in an array do), and its
+// bytes are then moved a bounded number of times however deeply such objects
+// nest. Time is therefore O(n log n) in the input size n, and linear when
+// members arrive in order or reversed. Memory is O(n): a few bytes per
+// input byte, for the records of members that have to be sorted and for text
+// that has to move (under ten for typical documents, none for members in
+// canonical order). Working memory is pooled: once the pool holds
+// buffers of the right size, canonicalisation and digests allocate nothing.
+// The pool keeps buffers in proportion to the inputs recently served, and
+// releases them after a run of smaller inputs.
+//
+// Digests hash the canonical text where it lies rather than building a copy
+// of it. A body that is not JSON is usually rejected at its first byte, so
+// [Request.Digest] of such a body costs about as much as SHA-256 of it.
+//
+// Nesting deeper than [MaxDepth] is the error [ErrTooDeep]; the parser keeps
+// its own stack and does not recurse, so no input can exhaust the goroutine
+// stack.
 //
 // # Errors
 //

@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"cmp"
+	"hash"
 	"slices"
 )
 
@@ -14,19 +15,84 @@ type emitFrame struct {
 	pos, end, next int
 }
 
-// emit appends the canonical text to dst: c.arena with the members of every
-// object in c.objs put in sorted order.
-//
-// Every byte of the arena is copied exactly once. Reordered objects are
-// visited in order of their position, so the ones nested in a member are
-// found by binary search; the total work is O(len(arena) + r log r) for r
-// reordered objects and members.
-func (c *canon) emit(dst []byte) []byte {
-	a := c.arena
-	dst = slices.Grow(dst, len(a))
-	if len(c.objs) == 0 {
-		return append(dst, a...)
+// Hashing streams the canonical text through a buffer of hashChunk bytes;
+// pieces of at least directHash bytes go straight from the text to the
+// hash, which costs less than copying them.
+const (
+	hashChunk  = 16 << 10
+	directHash = 512
+)
+
+// sink receives the canonical text from emit: it appends everything to buf
+// when h is nil, and otherwise passes it to h, buffering small pieces in buf.
+type sink struct {
+	buf []byte
+	h   hash.Hash
+}
+
+func (s *sink) write(p []byte) {
+	if s.h != nil {
+		if len(p) >= directHash {
+			s.flush()
+			s.h.Write(p)
+			return
+		}
+		if len(s.buf)+len(p) > cap(s.buf) {
+			s.flush()
+		}
 	}
+	s.buf = append(s.buf, p...)
+}
+
+func (s *sink) writeByte(b byte) {
+	if s.h != nil && len(s.buf) == cap(s.buf) {
+		s.flush()
+	}
+	s.buf = append(s.buf, b)
+}
+
+func (s *sink) flush() {
+	s.h.Write(s.buf)
+	s.buf = s.buf[:0]
+}
+
+// emit appends the canonical text to dst and returns the extended slice:
+// c.text with the members of every object in c.objs put in sorted order.
+func (c *canon) emit(dst []byte) []byte {
+	dst = slices.Grow(dst, len(c.text))
+	if len(c.objs) == 0 {
+		return append(dst, c.text...)
+	}
+	s := sink{buf: dst}
+	c.walk(&s)
+	return s.buf
+}
+
+// hashCanonical writes the canonical text of the last successful parse to
+// h. Its length is len(c.text): reordering members does not change it. The
+// text is hashed where it lies, in the order emit would copy it, with short
+// pieces gathered in a buffer of hashChunk bytes, so hashing needs no
+// reordered copy of the whole text.
+func (c *canon) hashCanonical(h hash.Hash) {
+	if len(c.objs) == 0 {
+		h.Write(c.text)
+		return
+	}
+	s := sink{buf: grow(c.scratch[:0], hashChunk, &c.grown)[:0], h: h}
+	c.walk(&s)
+	s.flush()
+	c.scratch = s.buf
+}
+
+// walk writes c.text to s with the members of every object in c.objs in
+// sorted order.
+//
+// Every byte of the text is written exactly once. Reordered objects are
+// visited in order of their position, so the ones nested in a member are
+// found by binary search; the total work is O(len(text) + r log r) for r
+// reordered objects and members.
+func (c *canon) walk(s *sink) {
+	a := c.text
 	// Objects were recorded as they closed, inner ones first; sorting by
 	// start offset puts every object before the objects nested in it.
 	objs := c.objs
@@ -53,29 +119,31 @@ func (c *canon) emit(dst []byte) []byte {
 	for {
 		if next < len(objs) && objs[next].start < end {
 			o := &objs[next]
-			dst = append(dst, a[pos:o.start]...)
-			dst = append(dst, '{')
+			s.write(a[pos:o.start])
+			s.writeByte('{')
+			if len(stack) == cap(stack) {
+				stack = grow(stack, 1, &c.grown)
+			}
 			stack = append(stack, emitFrame{obj: next, pos: o.end, end: end, next: firstAt(next+1, o.end)})
-			s := c.spans[o.spans]
-			pos, end, next = s.start, s.end, firstAt(next+1, s.start)
+			sp := c.spans[o.spans]
+			pos, end, next = sp.start, sp.end, firstAt(next+1, sp.start)
 			continue
 		}
-		dst = append(dst, a[pos:end]...)
+		s.write(a[pos:end])
 		if len(stack) == 0 {
 			break
 		}
 		f := &stack[len(stack)-1]
 		o := &objs[f.obj]
 		if f.member++; f.member < o.n {
-			dst = append(dst, ',')
-			s := c.spans[o.spans+f.member]
-			pos, end, next = s.start, s.end, firstAt(f.obj+1, s.start)
+			s.writeByte(',')
+			sp := c.spans[o.spans+f.member]
+			pos, end, next = sp.start, sp.end, firstAt(f.obj+1, sp.start)
 			continue
 		}
-		dst = append(dst, '}')
+		s.writeByte('}')
 		pos, end, next = f.pos, f.end, f.next
 		stack = stack[:len(stack)-1]
 	}
 	c.emitStack = stack
-	return dst
 }

@@ -61,26 +61,56 @@ func (e *SyntaxError) Error() string {
 // Unwrap returns e.Err, so that [errors.Is] matches the sentinel errors.
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
-// syntaxErr returns a grammar error at offset off.
-func syntaxErr(off int, msg string) error {
-	return &SyntaxError{Offset: int64(off), Msg: msg}
+// failure records why a parse stopped. The parser fills it in instead of
+// building an error, so that rejecting input allocates nothing: Request.Digest,
+// which hashes a body that is not JSON as raw bytes, never looks at it. err
+// turns it into the error that AppendCanonical and JSON return.
+type failure struct {
+	off     int
+	msg     string // the message, or what follows "invalid character 'x' " if hasByte
+	b       byte   // the offending byte, if hasByte
+	hasByte bool
+	class   error // the sentinel, or nil for a grammar error
 }
 
-// classErr returns an error of the class sentinel at offset off. The message
-// is the sentinel's text without its package prefix.
-func classErr(off int, sentinel error) error {
-	msg := sentinel.Error()
-	const prefix = "fingerprint: "
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		msg = msg[len(prefix):]
+// err returns f as a *SyntaxError.
+func (f *failure) err() error {
+	msg := f.msg
+	switch {
+	case f.class != nil:
+		// The sentinel's text without its package prefix.
+		msg = f.class.Error()
+		const prefix = "fingerprint: "
+		if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+			msg = msg[len(prefix):]
+		}
+	case f.hasByte:
+		msg = "invalid character " + quoteByte(f.b) + " " + f.msg
 	}
-	return &SyntaxError{Offset: int64(off), Msg: msg, Err: sentinel}
+	return &SyntaxError{Offset: int64(f.off), Msg: msg, Err: f.class}
 }
 
-// unexpected returns the grammar error for byte b at offset off, found where
+// fail records a grammar error at offset off and returns -1, the index the
+// parsing methods return on failure.
+func (c *canon) fail(off int, msg string) int {
+	c.failure = failure{off: off, msg: msg}
+	return -1
+}
+
+// failEOF records that the input ended at offset off before the value did.
+func (c *canon) failEOF(off int) int { return c.fail(off, "unexpected end of JSON input") }
+
+// failByte records the grammar error of finding byte b at offset off where
 // the parser was looking for what.
-func unexpected(off int, b byte, what string) error {
-	return syntaxErr(off, "invalid character "+quoteByte(b)+" "+what)
+func (c *canon) failByte(off int, b byte, what string) int {
+	c.failure = failure{off: off, msg: what, b: b, hasByte: true}
+	return -1
+}
+
+// failClass records an error of the class sentinel at offset off.
+func (c *canon) failClass(off int, sentinel error) int {
+	c.failure = failure{off: off, class: sentinel}
+	return -1
 }
 
 // quoteByte renders one input byte for an error message: printable ASCII

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // referenceCompareUTF16 is the definition of RFC 8785 §3.2.3: encode both
@@ -47,17 +48,17 @@ func TestCompareUTF16MatchesUTF16Encoding(t *testing.T) {
 
 // Comparing by orderKey must agree with UTF-16 order for single characters
 // on both sides of every boundary, and for their prefixes.
-func TestKeyPrefixOrdersLikeUTF16(t *testing.T) {
+func TestNamePrefixOrdersLikeUTF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 100_000 {
 		a, b := randomName(r, orderAlphabet, 3), randomName(r, orderAlphabet, 3)
 		want := referenceCompareUTF16(a, b)
-		pa, pb := keyPrefix([]byte(a)), keyPrefix([]byte(b))
+		pa, pb := prefixOf([]byte(a), len(a)), prefixOf([]byte(b), len(b))
 		if pa != pb && (pa < pb) != (want < 0) {
-			t.Fatalf("keyPrefix orders %+q and %+q wrongly", a, b)
+			t.Fatalf("prefixOf orders %+q and %+q wrongly", a, b)
 		}
 		if len(a) <= 8 && len(b) <= 8 && !strings.ContainsRune(a+b, 0) && (pa == pb) != (want == 0) {
-			t.Fatalf("keyPrefix(%+q) == keyPrefix(%+q) is %v", a, b, pa == pb)
+			t.Fatalf("prefixOf(%+q) == prefixOf(%+q) is %v", a, b, pa == pb)
 		}
 	}
 }
@@ -70,17 +71,17 @@ func TestMemberCompareMatchesUTF16Encoding(t *testing.T) {
 		if r.IntN(3) == 0 {
 			b = a + b
 		}
-		c.arena = append(append(c.arena[:0], a...), b...)
+		c.src = append(append(c.src[:0], a...), b...)
 		c.members = append(c.members[:0], member{keyOff: 0, keyLen: len(a)}, member{keyOff: len(a), keyLen: len(b)})
-		if isASCII(a) {
-			c.members[0].flags |= keyASCII
+		if !isASCII(a) {
+			c.members[0].keyLen |= keyNonASCII
 		}
-		if isASCII(b) {
-			c.members[1].flags |= keyASCII
+		if !isASCII(b) {
+			c.members[1].keyLen |= keyNonASCII
 		}
-		ka := sortKey{prefix: keyPrefix([]byte(a)), member: 0}
-		kb := sortKey{prefix: keyPrefix([]byte(b)), member: 1}
-		if got, want := c.compare(&ka, &kb), referenceCompareUTF16(a, b); got != want {
+		ka := sortKey{prefix: prefixOf([]byte(a), len(a)), member: 0}
+		kb := sortKey{prefix: prefixOf([]byte(b), len(b)), member: 1}
+		if got, want := c.compare(c.members, ka, kb), referenceCompareUTF16(a, b); got != want {
 			t.Fatalf("compare(%+q, %+q) = %d, want %d", a, b, got, want)
 		}
 	}
@@ -133,8 +134,8 @@ func shuffledObject(n int, seed uint64) []byte {
 func parseCounting(t *testing.T, src []byte) *canon {
 	t.Helper()
 	c := new(canon)
-	if err := c.parse(src); err != nil {
-		t.Fatal(err)
+	if !c.parse(src) {
+		t.Fatal(c.failure.err())
 	}
 	return c
 }
@@ -173,8 +174,8 @@ func TestUnsortedMembersCostNLogNComparisons(t *testing.T) {
 		if c.cmps > limit {
 			t.Errorf("%s: %d comparisons for %d members, want at most %d", name, c.cmps, n, limit)
 		}
-		if limit := 3 * len(c.arena); c.moves > limit {
-			t.Errorf("%s: %d bytes moved reordering %d bytes, want at most %d", name, c.moves, len(c.arena), limit)
+		if limit := 3 * len(c.text); c.moves > limit {
+			t.Errorf("%s: %d bytes moved reordering %d bytes, want at most %d", name, c.moves, len(c.text), limit)
 		}
 	}
 }
@@ -211,8 +212,8 @@ func TestReorderingMovesEachByteBoundedTimes(t *testing.T) {
 		src := nestedLevels(depth, c.level, c.innermost)
 		want := nestedLevels(depth, c.want, c.innermost)
 		p := parseCounting(t, []byte(src))
-		if limit := 3 * len(p.arena); p.moves > limit {
-			t.Errorf("%.20s: %d bytes moved reordering %d bytes, want at most %d", c.level, p.moves, len(p.arena), limit)
+		if limit := 3 * len(p.text); p.moves > limit {
+			t.Errorf("%.20s: %d bytes moved reordering %d bytes, want at most %d", c.level, p.moves, len(p.text), limit)
 		}
 		if got := string(p.emit(nil)); got != want {
 			t.Errorf("%.20s: wrong output\n got %.200s\nwant %.200s", c.level, got, want)
@@ -225,9 +226,11 @@ func TestAppendCanonicalDoesNotAllocatePerMember(t *testing.T) {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
 	for name, src := range map[string][]byte{
-		"sorted":   sortedObject(10_000, false),
-		"shuffled": shuffledObject(10_000, 3),
-		"nested":   []byte(strings.Repeat(`{"b":[1,"x",{"d":0,"c":1}],"a":`, 500) + "0" + strings.Repeat("}", 500)),
+		"sorted":          sortedObject(10_000, false),
+		"shuffled":        shuffledObject(10_000, 3),
+		"nested":          []byte(strings.Repeat(`{"b":[1,"x",{"d":0,"c":1}],"a":`, 500) + "0" + strings.Repeat("}", 500)),
+		"sorted-100000":   sortedObject(100_000, false),
+		"reversed-100000": sortedObject(100_000, true),
 	} {
 		dst := make([]byte, 0, 2*len(src))
 		allocs := testing.AllocsPerRun(20, func() {
@@ -239,6 +242,69 @@ func TestAppendCanonicalDoesNotAllocatePerMember(t *testing.T) {
 		// allocations refill it, never one per member.
 		if allocs > 1 {
 			t.Errorf("%s: %.1f allocations per AppendCanonical, want at most 1", name, allocs)
+		}
+		allocs = testing.AllocsPerRun(20, func() {
+			if _, err := JSON(src); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 1 {
+			t.Errorf("%s: %.1f allocations per JSON, want at most 1", name, allocs)
+		}
+	}
+}
+
+// workloads returns objects of n members in the orders and spellings that
+// take different paths: in order (nothing to record, copy or sort), in
+// reverse, shuffled, spaced (every member copied out around whitespace) and
+// as an array of small records with escapes, nested values and a number to
+// rewrite.
+func workloads(n int) map[string][]byte {
+	spaced := strings.ReplaceAll(string(sortedObject(n, true)), ",", " ,\n ")
+	records := "[" + strings.Repeat(`{"b":1e0,"a":{"d":[1,2],"c":"x\u00e9"}},`, n/4) + `{}]`
+	return map[string][]byte{
+		"sorted":   sortedObject(n, false),
+		"reversed": sortedObject(n, true),
+		"shuffled": shuffledObject(n, 5),
+		"spaced":   []byte(spaced),
+		"records":  []byte(records),
+	}
+}
+
+// The work per member does not grow with the number of members: memory is
+// at most a constant number of bytes per input byte, and none at all for
+// members that arrive in order; a second canonicalisation of the same size
+// allocates nothing, also after the canon has passed through the pool's
+// trimming; bytes moved per byte and comparisons per member are bounded
+// (log n comparisons for a shuffled object). The counts are exact, so the
+// test is deterministic.
+func TestWorkPerMemberIsBounded(t *testing.T) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		for name, src := range workloads(n) {
+			c := new(canon)
+			if !c.parse(src) {
+				t.Fatalf("%s-%d: %v", name, n, c.failure.err())
+			}
+			if limit := 12*len(src) + 64<<10; c.grown > limit {
+				t.Errorf("%s-%d: %d bytes allocated for %d input bytes, want at most %d", name, n, c.grown, len(src), limit)
+			}
+			if name == "sorted" && c.grown > 4<<10 {
+				t.Errorf("%s-%d: %d bytes allocated for members in order, want at most 4 KiB", name, n, c.grown)
+			}
+			if limit := 2 * len(c.text); c.moves > limit {
+				t.Errorf("%s-%d: %d bytes moved reordering %d bytes, want at most %d", name, n, c.moves, len(c.text), limit)
+			}
+			limit := 3 * n * bits.Len(uint(n))
+			if name != "shuffled" {
+				limit = 2 * n
+			}
+			if c.cmps > limit {
+				t.Errorf("%s-%d: %d comparisons, want at most %d", name, n, c.cmps, limit)
+			}
+			c.release()
+			if !c.parse(src) || c.grown != 0 {
+				t.Errorf("%s-%d: %d bytes allocated canonicalising the same input again, want 0", name, n, c.grown)
+			}
 		}
 	}
 }
@@ -257,17 +323,39 @@ func TestEmitNestedReorderedObjects(t *testing.T) {
 	}
 }
 
-func TestPoolDropsLargeBuffers(t *testing.T) {
+// The pool keeps buffers in proportion to the inputs recently served: a
+// large buffer survives small inputs in between large ones, is released
+// after a run of small inputs, and is never kept beyond maxPooledBytes.
+func TestPoolKeepsBuffersInProportionToRecentInputs(t *testing.T) {
+	small, large := make([]byte, 100), make([]byte, 1<<20)
 	c := new(canon)
-	c.arena = make([]byte, 0, maxPooledBytes+1)
-	c.members = make([]member, 0, maxPooledItems+1)
-	c.keys = make([]byte, 0, 8)
-	putCanon(c)
-	if c.arena != nil || c.members != nil {
-		t.Error("oversized buffers were kept")
+	c.src = large
+	c.arena = make([]byte, 0, 8<<20)
+	c.members = make([]member, 0, 100)
+	c.release()
+	if cap(c.arena) != 8<<20 || cap(c.members) != 100 {
+		t.Fatal("buffers of a large input were not kept")
 	}
-	if c.keys == nil {
-		t.Error("small buffer was dropped")
+	c.src = small
+	c.release()
+	if cap(c.arena) != 8<<20 {
+		t.Fatal("a large buffer was released after one small input")
+	}
+	for range 40 {
+		c.src = small
+		c.release()
+	}
+	if c.arena != nil {
+		t.Error("a large buffer was kept after 40 small inputs")
+	}
+	if cap(c.members) != 100 {
+		t.Error("a small buffer was released")
+	}
+	c.src = make([]byte, maxPooledBytes)
+	c.arena = make([]byte, 0, maxPooledBytes+1)
+	c.release()
+	if c.arena != nil {
+		t.Error("a buffer beyond maxPooledBytes was kept")
 	}
 }
 
@@ -315,5 +403,27 @@ func TestSpecialBytesMatchesPlainTable(t *testing.T) {
 			}
 		}
 		check(w)
+	}
+}
+
+// utf8Size accepts exactly the sequences that utf8.DecodeRune decodes, for
+// every lead byte that is not ASCII and every following pair of bytes, also
+// when the input ends early.
+func TestUTF8SizeMatchesDecodeRune(t *testing.T) {
+	for a := 0x80; a < 0x100; a++ {
+		for b := range 0x100 {
+			for c := range 0x100 {
+				p := []byte{byte(a), byte(b), byte(c), 0x80}
+				for _, n := range []int{1, 2, 4} {
+					want := 0
+					if _, size := utf8.DecodeRune(p[:n]); size > 1 {
+						want = size
+					}
+					if got := utf8Size(p[:n]); got != want {
+						t.Fatalf("utf8Size(% x) = %d, want %d", p[:n], got, want)
+					}
+				}
+			}
+		}
 	}
 }

@@ -20,8 +20,9 @@ const expSaturate = 1 << 50
 // zeros is a run of '0' as long as any run the canonical form pads with.
 const zeros = "000000000000000000000"
 
-// number parses the number at src[i] and appends its canonical form to
-// out.
+// number checks the number at src[i] and returns the index just past it,
+// or -1 on failure. A number that is not in canonical form is copied to out
+// in canonical form; one that is stays pending.
 //
 // The canonical form depends only on the exact decimal value: with the value
 // written as s × 10^(n-k), where s is a string of k significant digits
@@ -29,7 +30,8 @@ const zeros = "000000000000000000000"
 // ECMAScript Number::toString (ECMA-262, 6th edition, §7.1.12.1) that
 // RFC 8785 §3.2.2.3 prescribes for the digits of the nearest double. Zero,
 // including negative zero, is "0".
-func number(out, src []byte, i int) ([]byte, int, error) {
+func (c *canon) number(out []byte, i int) ([]byte, int) {
+	src := c.src
 	start := i
 	neg := src[i] == '-'
 	if neg {
@@ -39,7 +41,7 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 	intStart := i
 	switch {
 	case i >= len(src):
-		return out, 0, errEOF(i)
+		return out, c.failEOF(i)
 	case src[i] == '0':
 		i++
 	case src[i] >= '1' && src[i] <= '9':
@@ -48,7 +50,7 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 			i++
 		}
 	default:
-		return out, 0, unexpected(i, src[i], "in numeric literal")
+		return out, c.failByte(i, src[i], "in numeric literal")
 	}
 	intEnd := i
 
@@ -60,7 +62,7 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 			i++
 		}
 		if i == fracStart {
-			return out, 0, numberDigitErr(src, i, "after decimal point in numeric literal")
+			return out, c.failDigit(i, "after decimal point in numeric literal")
 		}
 		fracEnd = i
 	}
@@ -83,27 +85,30 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 			i++
 		}
 		if i == expStart {
-			return out, 0, numberDigitErr(src, i, "in exponent of numeric literal")
+			return out, c.failDigit(i, "in exponent of numeric literal")
 		}
 		if expNeg {
 			exp = -exp
 		}
 	}
 
-	// Fast paths: literals that are already canonical. An integer of at most
-	// 21 digits is written out in full; so is a number with a fraction that
-	// has no trailing zero, unless its integer part is 0 and the fraction
-	// starts with six zeros or more.
+	// Fast paths: literals that are already canonical stay as they are. An
+	// integer of at most 21 digits is written out in full; so is a number
+	// with a fraction that has no trailing zero, unless its integer part is
+	// 0 and the fraction starts with six zeros or more.
 	if !hasExp && intEnd-intStart <= 21 {
 		if fracStart == fracEnd {
-			if src[intStart] == '0' {
-				return append(out, '0'), i, nil // also for -0
+			if src[intStart] != '0' || i-start == 1 {
+				return out, i
 			}
-			return append(out, src[start:i]...), i, nil
+			// -0
+			out = append(c.flush(out, start), '0')
+			c.run = i
+			return out, i
 		}
 		if src[fracEnd-1] != '0' {
 			if src[intStart] != '0' {
-				return append(out, src[start:i]...), i, nil
+				return out, i
 			}
 			// 0.f: canonical when f has at most five leading zeros.
 			lead := 0
@@ -111,7 +116,7 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 				lead++
 			}
 			if lead < 6 {
-				return append(out, src[start:i]...), i, nil
+				return out, i
 			}
 		}
 	}
@@ -123,7 +128,9 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 		lz++
 	}
 	if lz == total {
-		return append(out, '0'), i, nil
+		out = append(c.flush(out, start), '0')
+		c.run = i
+		return out, i
 	}
 	tz := total - 1 // last significant digit
 	for d.at(tz) == '0' {
@@ -134,9 +141,15 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 	q := exp - int64(len(d.frac)) + int64(total-1-tz)
 	n := q + k
 	if n-1 > MaxExponent || n-1 < -MaxExponent {
-		return out, 0, classErr(start, ErrNumberRange)
+		return out, c.failClass(start, ErrNumberRange)
 	}
 
+	out = c.flush(out, start)
+	c.run = i
+	// The digits, a sign, a point, 21 zeros and an exponent.
+	if room := int(k) + 64; cap(out)-len(out) < room {
+		out = grow(out, room, &c.grown)
+	}
 	if neg {
 		out = append(out, '-')
 	}
@@ -167,17 +180,17 @@ func number(out, src []byte, i int) ([]byte, int, error) {
 			out = strconv.AppendInt(out, n-1, 10)
 		}
 	}
-	return out, i, nil
+	return out, i
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
-// numberDigitErr reports a missing digit at src[i].
-func numberDigitErr(src []byte, i int, where string) error {
-	if i >= len(src) {
-		return errEOF(i)
+// failDigit reports a missing digit at src[i].
+func (c *canon) failDigit(i int, where string) int {
+	if i >= len(c.src) {
+		return c.failEOF(i)
 	}
-	return unexpected(i, src[i], where)
+	return c.failByte(i, c.src[i], where)
 }
 
 // digits is the digit string of a number literal: the integer part followed
