@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/backoff"
 )
 
 // strongCall runs call in the first region of rs, retrying
@@ -48,7 +48,7 @@ func retryConflicts[T any](ctx context.Context, s *Store, r *region, scope, key 
 			return v, err
 		}
 		s.observe(Event{Kind: EventConflictRetry, Scope: scope, Key: key, Region: r.name, Err: err})
-		if serr := sleepCtx(ctx, conflictBackoff(o, attempt)); serr != nil {
+		if serr := backoff.Sleep(ctx, conflictBackoff(o, attempt)); serr != nil {
 			return v, err
 		}
 	}
@@ -67,22 +67,7 @@ func isReplicatedWriteConflict(err error) bool {
 }
 
 func conflictBackoff(o RetryOptions, attempt int) time.Duration {
-	d := o.BaseDelay << attempt
-	if d > o.MaxDelay || d <= 0 {
-		d = o.MaxDelay
-	}
-	return time.Duration(rand.Int64N(int64(d)) + 1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return backoff.Jittered(o.BaseDelay, o.MaxDelay, attempt)
 }
 
 // strongClaimOrder returns the regions to commit or release c in: the

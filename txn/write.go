@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idemkey/idemkey/internal/backoff"
 )
 
 // Client is the DynamoDB call Write makes.
@@ -89,29 +90,14 @@ func Write(ctx context.Context, client Client, fence types.TransactWriteItem, ef
 			}
 			return mapped
 		}
-		if err := sleep(ctx, backoff(o, attempt)); err != nil {
+		if err := backoff.Sleep(ctx, delay(o, attempt)); err != nil {
 			return fmt.Errorf("txn: TransactWriteItems: %w (after %v)", err, mapped)
 		}
 	}
 }
 
-func backoff(o Options, attempt int) time.Duration {
-	d := o.BaseDelay << attempt
-	if d > o.MaxDelay || d <= 0 {
-		d = o.MaxDelay
-	}
-	return time.Duration(rand.Int64N(int64(d)) + 1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+func delay(o Options, attempt int) time.Duration {
+	return backoff.Jittered(o.BaseDelay, o.MaxDelay, attempt)
 }
 
 // classify maps a TransactWriteItems error and says whether a new attempt

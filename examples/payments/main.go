@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: paymentsapi.NewHandler(ep.Client, cfg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: paymentsapi.NewHandler(ep.Client, cfg), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	where := "embedded emulator"
 	if !ep.Embedded {
 		where = ep.URL
