@@ -35,8 +35,24 @@
 // Claim costs one PutItem. On real DynamoDB a losing claim learns the
 // stored record from the same call (ReturnValuesOnConditionCheckFailure);
 // an implementation that omits the item costs one extra consistent GetItem.
-// Complete costs one PutItem, Commit one TransactWriteItems, Release one
-// DeleteItem.
+// Complete costs one PutItem, Commit one TransactWriteItems (one PutItem
+// when nothing was staged), CommitFirst (the one-round-trip protocol) one
+// of the same, Release one DeleteItem.
+//
+// # Sweeping
+//
+// DynamoDB's TTL process deletes expired records late (often days) and
+// without a trace. Sweeper evicts them on a schedule you control and says
+// what it did: a parallel Scan (Segment/TotalSegments) reading only pk,
+// exp, state, lock, lock_exp and created, in bounded pages under a rate
+// limit and a time budget. An expired record is deleted under the
+// condition exp < now (a key re-claimed since survives and counts as
+// skipped); a stuck in-progress record whose lock expired is deleted under
+// the condition that the same claim still holds it with its lock expired
+// (the spec's reclaim of dead owners). A pass stopped by its budget returns
+// a cursor; LoadSweepCursor and SaveSweepCursor keep it in the table under
+// the reserved key SweepCursorKey, which PartitionKeyFor never produces.
+// Cost: one Scan per page, one DeleteItem per removed record.
 //
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the
