@@ -197,6 +197,7 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 		// The commit may have been applied before the failure: look.
 		rec, gerr := g.store.Get(wctx, req.Scope, req.Key)
 		if gerr == nil && rec.State == dynamostore.StateCompleted && rec.LockToken == claim.Record.LockToken {
+			g.remember(rec)
 			return &Result{Response: resp, Stored: true}, nil
 		}
 		if gerr != nil && !errors.Is(gerr, dynamostore.ErrNotFound) {
