@@ -118,6 +118,9 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	f.mu.Lock()
 	resp := f.serve(r.Context(), op, r.Header, body)
+	if !f.opts.DisableConsumedCapacity {
+		addConsumedCapacity(op, body, resp)
+	}
 	f.mu.Unlock()
 	resp.writeTo(w)
 }

@@ -82,13 +82,18 @@ type Options struct {
 	// DisableTableStatus leaves table descriptions as minidyn writes them,
 	// without TableStatus, so the SDK's table waiters never see ACTIVE.
 	DisableTableStatus bool
+
+	// DisableConsumedCapacity leaves ConsumedCapacity out of responses, as
+	// minidyn does; by default the front adds an estimate when a request
+	// asks for it (see capacity.go).
+	DisableConsumedCapacity bool
 }
 
 // disablesAny reports whether any fix of the front is switched off.
 func (o *Options) disablesAny() bool {
 	return o.DisableReturnOldItem || o.DisablePutReturnValues || o.DisableClientRequestToken ||
 		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus ||
-		o.DisableScanSegments || o.DisableStartKeyResume
+		o.DisableScanSegments || o.DisableStartKeyResume || o.DisableConsumedCapacity
 }
 
 func resolveOptions(optFns []func(*Options)) Options {

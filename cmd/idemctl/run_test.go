@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,7 +57,12 @@ func endpoint(t *testing.T) (*localstack.Endpoint, string) {
 	t.Setenv("KEY_TABLE", "")
 	ep := localstack.ForTest(t)
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ep.URL)
-	if ep.Embedded {
+	// The embedded emulator, or an external one on loopback without
+	// credentials configured (DynamoDB Local, the standalone emulator), gets
+	// a hermetic configuration with dummy credentials; real AWS keeps the
+	// environment's.
+	loopback := strings.Contains(ep.URL, "://127.0.0.1") || strings.Contains(ep.URL, "://localhost")
+	if ep.Embedded || (loopback && os.Getenv("AWS_ACCESS_KEY_ID") == "") {
 		hermetic(t)
 		t.Setenv("AWS_REGION", "us-east-1")
 		t.Setenv("AWS_ACCESS_KEY_ID", localstack.LocalAccessKeyID)

@@ -57,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.DisableListTables, "disable-list-tables", false, "do not answer ListTables")
 	fs.BoolVar(&o.DisableScanCounts, "disable-scan-counts", false, "leave ScannedCount 0 and Items on Select COUNT in Scan and Query")
 	fs.BoolVar(&o.DisableTableStatus, "disable-table-status", false, "leave TableStatus out of table descriptions")
+	fs.BoolVar(&o.DisableConsumedCapacity, "disable-consumed-capacity", false, "leave ConsumedCapacity out of responses")
 	fs.BoolVar(&o.DisableScanSegments, "disable-scan-segments", false, "ignore Segment and TotalSegments: every segment of a parallel Scan reads the whole table")
 	fs.BoolVar(&o.DisableStartKeyResume, "disable-start-key-resume", false, "end a Scan or Query whose ExclusiveStartKey item was deleted instead of resuming after it")
 	if err := fs.Parse(args); err != nil {
