@@ -66,8 +66,8 @@ type SweepOptions struct {
 	// ReadUnitsPerSecond limits the read capacity consumed by Scan per
 	// second, as DynamoDB reports it (ReturnConsumedCapacity TOTAL).
 	// Zero or negative: no such limit. Implementations that report no
-	// consumed capacity (the embedded emulator) are limited by
-	// ItemsPerSecond alone.
+	// consumed capacity (a bare minidyn; the localstack front adds an
+	// estimate) are limited by ItemsPerSecond alone.
 	ReadUnitsPerSecond float64
 	// Budget is how long a sweep may start new pages for, measured on Now
 	// from the start of Sweep. Zero: no budget of its own. A page started

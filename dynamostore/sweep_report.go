@@ -70,7 +70,8 @@ type SweepReport struct {
 	EvictionLag time.Duration
 	// ConsumedReadUnits and ConsumedWriteUnits sum the capacity DynamoDB
 	// reported for the Scans and the successful deletes. Zero on
-	// implementations that report none, such as the embedded emulator.
+	// implementations that report none (a bare minidyn; the embedded
+	// emulator's front reports an estimate).
 	ConsumedReadUnits, ConsumedWriteUnits float64
 	// Errors counts failed DynamoDB calls; ErrorMessages holds the first
 	// five, naming keys only by SweepKeyHash.
