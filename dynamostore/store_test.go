@@ -41,20 +41,9 @@ func newEnv(t *testing.T, optFns ...func(*localstack.Options)) *env {
 	e.client = ep.NewClient(e.calls.Install)
 	e.table = localstack.TableName("keys")
 	e.effects = localstack.TableName("effects")
-	ctx := context.Background()
-	require.NoError(t, dynamostore.EnsureTable(ctx, ep.Client, e.table, 0))
-	_, err := ep.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &e.effects,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, name := range []string{e.table, e.effects} {
-			_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	require.NoError(t, dynamostore.EnsureTable(context.Background(), ep.Client, e.table, 0))
+	ddbtest.DeleteOnCleanup(t, ep.Client, e.table)
+	ddbtest.CreateTable(t, ep.Client, e.effects, "id")
 	return e
 }
 

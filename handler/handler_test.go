@@ -3,7 +3,6 @@ package handler_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +20,7 @@ import (
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/problem/problemtest"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -49,20 +47,9 @@ func newHarness(t *testing.T, optFns ...func(*handler.Options)) *harness {
 	h := &harness{t: t, ep: localstack.ForTest(t), calls: ddbtest.NewCounter(), clock: ddbtest.NewClock(time.Unix(1_800_000_000, 0))}
 	h.faulty = ddbtest.NewFaulty(h.ep.NewClient(h.calls.Install))
 	h.keys, h.effects = localstack.TableName("keys"), localstack.TableName("effects")
-	ctx := context.Background()
-	require.NoError(t, dynamostore.EnsureTable(ctx, h.ep.Client, h.keys, 0))
-	_, err := h.ep.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &h.effects,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, name := range []string{h.keys, h.effects} {
-			_, _ = h.ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	require.NoError(t, dynamostore.EnsureTable(context.Background(), h.ep.Client, h.keys, 0))
+	ddbtest.DeleteOnCleanup(t, h.ep.Client, h.keys)
+	ddbtest.CreateTable(t, h.ep.Client, h.effects, "id")
 	h.setInner(h.createEffect)
 	h.store = dynamostore.New(h.faulty, h.keys, func(o *dynamostore.Options) {
 		o.Now = h.clock.Now
@@ -137,36 +124,15 @@ func (h *harness) do(method, path, key, body string, hdr ...string) reply {
 	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
-// effects returns the number of effect items written for key.
+// effectsFor returns the number of effect items written for key.
 func (h *harness) effectsFor(key string) int {
 	h.t.Helper()
-	n := 0
-	in := &dynamodb.ScanInput{TableName: &h.effects, ConsistentRead: aws.Bool(true)}
-	for {
-		out, err := h.ep.Client.Scan(context.Background(), in)
-		require.NoError(h.t, err)
-		for _, item := range out.Items {
-			if item["key"].(*types.AttributeValueMemberS).Value == key {
-				n++
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return n
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return ddbtest.CountItems(h.t, h.ep.Client, h.effects, "key", key)
 }
 
 func assertProblem(t *testing.T, r reply, status int, kind string) {
 	t.Helper()
-	assert.Equal(t, status, r.status, r.body)
-	assert.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.body), &doc), r.body)
-	assert.Equal(t, float64(status), doc["status"])
-	assert.True(t, strings.HasSuffix(doc["type"].(string), "#problem-"+kind), doc["type"])
-	assert.NotEmpty(t, doc["title"])
-	assert.NotEmpty(t, doc["detail"])
+	problemtest.Check(t, r.status, r.header, r.body, status, kind)
 }
 
 func TestFirstRequestExecutesAndRetryReplaysTheStoredResponse(t *testing.T) {

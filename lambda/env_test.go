@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
@@ -50,20 +49,9 @@ func newEnv(t *testing.T) *env {
 		clock: ddbtest.NewClock(time.Now().Add(time.Hour).Truncate(time.Millisecond))}
 	e.client = e.ep.NewClient(e.calls.Install)
 	e.keys, e.effects = localstack.TableName("lambda-keys"), localstack.TableName("lambda-effects")
-	ctx := context.Background()
-	require.NoError(t, dynamostore.EnsureTable(ctx, e.ep.Client, e.keys, 0))
-	_, err := e.ep.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &e.effects,
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		for _, name := range []string{e.keys, e.effects} {
-			_, _ = e.ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	require.NoError(t, dynamostore.EnsureTable(context.Background(), e.ep.Client, e.keys, 0))
+	ddbtest.DeleteOnCleanup(t, e.ep.Client, e.keys)
+	ddbtest.CreateTable(t, e.ep.Client, e.effects, "id")
 	e.store = dynamostore.New(e.client, e.keys, func(o *dynamostore.Options) {
 		o.Now = e.clock.Now
 		o.Lease = time.Minute
@@ -88,21 +76,7 @@ func (e *env) stage(ctx context.Context, id, key string) error {
 // effectsFor counts the effect items written for key.
 func (e *env) effectsFor(key string) int {
 	e.t.Helper()
-	n := 0
-	in := &dynamodb.ScanInput{TableName: &e.effects, ConsistentRead: aws.Bool(true)}
-	for {
-		out, err := e.ep.Client.Scan(context.Background(), in)
-		require.NoError(e.t, err)
-		for _, item := range out.Items {
-			if s, ok := item["key"].(*types.AttributeValueMemberS); ok && s.Value == key {
-				n++
-			}
-		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return n
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-	}
+	return ddbtest.CountItems(e.t, e.ep.Client, e.effects, "key", key)
 }
 
 // payments is a payments-like inner handler: it stages one effect per

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/problem/problemtest"
 	idemlambda "github.com/idemkey/idemkey/lambda"
 )
 
@@ -40,13 +41,7 @@ func decodeSeen(t *testing.T, r reply) seen {
 
 func assertProblem(t *testing.T, r reply, status int, kind string) {
 	t.Helper()
-	assert.Equal(t, status, r.status, r.body)
-	assert.Equal(t, "application/problem+json", r.header.Get("Content-Type"))
-	var doc map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.body), &doc), r.body)
-	assert.Equal(t, float64(status), doc["status"])
-	assert.True(t, strings.HasSuffix(doc["type"].(string), "#problem-"+kind), doc["type"])
-	assert.NotEmpty(t, doc["detail"])
+	problemtest.Check(t, r.status, r.header, r.body, status, kind)
 }
 
 // doorRun is one front door with one sample event, serving a fresh

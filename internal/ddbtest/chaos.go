@@ -90,7 +90,7 @@ func PositionOf(target string, body []byte) Position {
 	op := target[strings.LastIndexByte(target, '.')+1:]
 	switch op {
 	case "PutItem":
-		if bytes.Contains(body, []byte(`"in_progress"`)) && bytes.Contains(body, []byte(`"state":{"S":"in_progress"}`)) {
+		if bytes.Contains(body, []byte(`"state":{"S":"in_progress"}`)) {
 			return Claim
 		}
 		if bytes.Contains(body, []byte(`"state":{"S":"completed"}`)) {
