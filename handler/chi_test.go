@@ -1,12 +1,10 @@
 package handler_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/assert"
@@ -46,16 +44,4 @@ func TestMiddlewareWorksInAChiRouter(t *testing.T) {
 	assert.Equal(t, "true", again.Header.Get(handler.ReplayedHeader))
 	assert.Equal(t, 200, send("GET").StatusCode)
 	assert.Equal(t, int64(1), h.executed.Load())
-}
-
-func TestLeaseFromDeadlineFollowsTheRequestContext(t *testing.T) {
-	lease := handler.LeaseFromDeadline(5 * time.Second)
-	req := httptest.NewRequest("POST", "/", nil)
-	assert.Zero(t, lease(req), "no deadline: the store's default")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	got := lease(req.WithContext(ctx))
-	assert.Greater(t, got, 14*time.Second)
-	assert.LessOrEqual(t, got, 15*time.Second, "the time left plus the margin")
 }
