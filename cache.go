@@ -11,9 +11,12 @@ import (
 
 // Cache keeps completed records in process memory so that a replay costs
 // no DynamoDB call. It is bounded (least recently used entries go first),
-// holds only completed records, and never holds one past the earlier of
-// its own TTL and the record's expiry. Every hit compares the request's
-// fingerprint, so a key reused for another request still gets ErrMismatch.
+// holds only completed records, and never serves one past the earlier of
+// its own TTL and the record's expiry: it stops at the first instant a
+// claim could take the key again, the second after the record's exp
+// (Record.Expires, a whole second), on the Guard's clock. Every hit
+// compares the request's fingerprint, so a key reused for another request
+// still gets ErrMismatch.
 //
 // A cache is per process: a retry that reaches another process reads
 // DynamoDB as usual. A record deleted by hand (an operator's forced
@@ -81,9 +84,10 @@ func (c *Cache) store(rec *dynamostore.Record, now time.Time) {
 		return
 	}
 	expires := now.Add(c.ttl)
-	if recordEnd := rec.Expires.Add(time.Second); recordEnd.Before(expires) {
-		// exp has second precision and is live through its last second.
-		expires = recordEnd
+	// The record is live through its exp second: a claim can take the key
+	// from the next second on (exp < now in epoch seconds).
+	if claimable := time.Unix(rec.Expires.Unix()+1, 0); claimable.Before(expires) {
+		expires = claimable
 	}
 	if !now.Before(expires) {
 		return

@@ -72,7 +72,9 @@ type Options struct {
 	// Cache, when set, answers replays of completed records from process
 	// memory, without a DynamoDB call. Default: none.
 	Cache *Cache
-	// Now is the clock of the cache (default time.Now).
+	// Now is the clock of the cache (default time.Now). The cache stops
+	// serving a record at its expiry measured on this clock, so it must
+	// not run behind the store's.
 	Now func() time.Time
 	// ShouldStore reports whether a response is final and stored for
 	// replay (default: status below 500). A response that is not stored
@@ -86,6 +88,12 @@ type Options struct {
 	// from the request's context: a client that hangs up after the function
 	// ran must not leave its effects uncommitted (default 10s).
 	WriteTimeout time.Duration
+	// ConfirmTimeout bounds each read that establishes the outcome of a
+	// commit that failed ambiguously (a timeout, a 500, a transaction still
+	// in progress). The read runs detached from the request's context and
+	// with its own time, not what is left of WriteTimeout: a commit that
+	// used up its write timeout is still confirmed (default 5s).
+	ConfirmTimeout time.Duration
 }
 
 // Guard runs the protocol over a Store. It is safe for concurrent use.
@@ -120,6 +128,9 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	if g.opts.WriteTimeout <= 0 {
 		g.opts.WriteTimeout = 10 * time.Second
 	}
+	if g.opts.ConfirmTimeout <= 0 {
+		g.opts.ConfirmTimeout = 5 * time.Second
+	}
 	return g
 }
 
@@ -141,6 +152,13 @@ type Result struct {
 // Do runs the protocol for req: it claims the key and either answers from
 // the stored record or executes fn and commits its response with the
 // effects fn staged.
+//
+// A commit whose outcome is ambiguous (a timeout, a 500, a transaction
+// still in progress) is confirmed with a consistent read bounded by
+// ConfirmTimeout: found applied under this request's lock, it answers as a
+// commit (Stored, not Replayed); found unapplied, the key is released
+// (ClaimFirst). In OneTrip mode a completed record with the request's
+// fingerprint written by another execution answers as a replay.
 //
 // Errors: an *InFlightError (ErrInFlight), ErrMismatch, an
 // *UnavailableError (ErrUnavailable) when DynamoDB cannot be reached or the
@@ -172,7 +190,7 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	}
 
 	tx := txn.New()
-	resp, err := g.run(ctx, tx, fn, func() { g.release(ctx, claim) })
+	resp, err := g.run(ctx, tx, fn, func() { _ = g.release(ctx, claim) })
 	if err != nil {
 		g.release(ctx, claim)
 		return nil, err
@@ -194,21 +212,43 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	}
 	var se *dynamostore.StoreError
 	if errors.As(err, &se) {
-		// The commit may have been applied before the failure: look.
-		rec, gerr := g.store.Get(wctx, req.Scope, req.Key)
-		if gerr == nil && rec.State == dynamostore.StateCompleted && rec.LockToken == claim.Record.LockToken {
-			g.remember(rec)
-			return &Result{Response: resp, Stored: true}, nil
-		}
-		if gerr != nil && !errors.Is(gerr, dynamostore.ErrNotFound) {
-			// Cannot tell; the lock expires after its lease.
-			return nil, &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
-		}
-		g.release(ctx, claim)
-		return nil, &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
+		return g.confirmCommit(ctx, claim, resp, err)
 	}
 	g.release(ctx, claim)
 	return nil, err
+}
+
+// confirmCommit answers a request whose commit failed ambiguously (cerr):
+// it reads the record to learn whether the commit was applied. Not
+// applied, the key is released (a retry executes again); when that cannot
+// be established, the lock stays until its lease ends.
+func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, resp Response, cerr error) (*Result, error) {
+	unavailable := &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: cerr}
+	for range 2 {
+		rec, gerr := g.confirm(ctx, claim.Record.Scope, claim.Record.Key)
+		switch {
+		case gerr != nil || rec.LockToken != claim.Record.LockToken:
+			return nil, unavailable // unreadable, or no record of this claim
+		case rec.State == dynamostore.StateCompleted:
+			g.remember(rec)
+			return &Result{Response: resp, Stored: true}, nil
+		}
+		// In progress under this claim's lock: not applied when read. The
+		// release is fenced: it fails when the commit landed since, which
+		// the next read finds.
+		if !errors.Is(g.release(ctx, claim), dynamostore.ErrLockLost) {
+			return nil, unavailable
+		}
+	}
+	return nil, unavailable
+}
+
+// confirm reads the record of (scope, key) with its own ConfirmTimeout,
+// detached from ctx.
+func (g *Guard) confirm(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConfirmTimeout)
+	defer cancel()
+	return g.store.Get(cctx, scope, key)
 }
 
 // answered turns a claim that was not acquired into the request's answer.
@@ -242,10 +282,15 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func) (*Result, e
 		var se *dynamostore.StoreError
 		if errors.As(err, &se) {
 			// The write may have landed: look before answering.
-			rec, gerr := g.store.Get(wctx, req.Scope, req.Key)
-			if gerr == nil && rec.State == dynamostore.StateCompleted && fingerprint.Equal(rec.Fingerprint, req.Fingerprint) {
-				// Completed for this same request, by this write or a
-				// twin's: either way its answer stands.
+			rec, gerr := g.confirm(ctx, req.Scope, req.Key)
+			switch {
+			case gerr != nil || rec.State != dynamostore.StateCompleted:
+			case se.LockToken != "" && rec.LockToken == se.LockToken:
+				// This write landed: its answer is this execution's.
+				g.remember(rec)
+				return &Result{Response: resp, Stored: true}, nil
+			case fingerprint.Equal(rec.Fingerprint, req.Fingerprint):
+				// A twin's write for the same request: a replay.
 				g.remember(rec)
 				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, nil
 			}
@@ -283,12 +328,12 @@ func (g *Guard) run(ctx context.Context, tx *txn.Tx, fn Func, onPanic func()) (r
 	return resp, err
 }
 
-// release frees the key for a retry. Its failure is not reported: the
+// release frees the key for a retry. Its failure reaches no client: the
 // lock then expires after its lease.
-func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim) {
+func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
-	_ = g.store.Release(wctx, claim)
+	return g.store.Release(wctx, claim)
 }
 
 func (g *Guard) storeErr(err error) error {

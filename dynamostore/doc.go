@@ -28,7 +28,11 @@
 //
 // A record whose exp lies in the past is absent for every read and every
 // condition of this package, whether or not DynamoDB's TTL process has
-// deleted it yet (that can take days).
+// deleted it yet (that can take days). An in-progress record's exp is
+// never before the end of its lock (lock_exp rounded up to the second),
+// so neither a claim, nor the sweeper, nor TTL takes a live lock; and an
+// in-progress record under a live lock stands for every condition of this
+// package even past its exp.
 //
 // # DynamoDB calls per outcome
 //
@@ -46,8 +50,9 @@
 // what it did: a parallel Scan (Segment/TotalSegments) reading only pk,
 // exp, state, lock, lock_exp and created, in bounded pages under a rate
 // limit and a time budget. An expired record is deleted under the
-// condition exp < now (a key re-claimed since survives and counts as
-// skipped); a stuck in-progress record whose lock expired is deleted under
+// condition exp < now and not in progress under a live lock (a key
+// re-claimed since survives and counts as skipped); a stuck in-progress
+// record whose lock expired is deleted under
 // the condition that the same claim still holds it with its lock expired
 // (the spec's reclaim of dead owners). A pass stopped by its budget returns
 // a cursor; LoadSweepCursor and SaveSweepCursor keep it in the table under

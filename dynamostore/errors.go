@@ -22,7 +22,9 @@ var (
 	ErrCorruptRecord = errors.New("dynamostore: corrupt record")
 
 	// ErrInvalidRequest reports a claim whose request cannot be stored
-	// (empty key, oversized scope, wrong fingerprint length).
+	// (empty key; key, scope, method or path longer than MaxKeyBytes,
+	// MaxScopeBytes, MaxMethodBytes or MaxPathBytes; wrong fingerprint
+	// length). DynamoDB is not called.
 	ErrInvalidRequest = errors.New("dynamostore: invalid request")
 
 	// ErrClaimContention reports that a claim lost its condition and then
@@ -38,9 +40,15 @@ var (
 // A StoreError on a write does not say whether the write was applied: a
 // timeout can arrive after DynamoDB applied it. The fences of this package
 // make every write safe to repeat.
+//
+// LockToken is set on the failure of a write of a key record (a claim, a
+// commit, CommitFirst): the lock token of the record it tried to write. A
+// record read back with this token was written by this call, whoever else
+// holds the same key and fingerprint.
 type StoreError struct {
-	Op  string // the DynamoDB operation, e.g. "PutItem"
-	Err error
+	Op        string // the DynamoDB operation, e.g. "PutItem"
+	Err       error
+	LockToken string
 }
 
 func (e *StoreError) Error() string { return "dynamostore: " + e.Op + ": " + e.Err.Error() }

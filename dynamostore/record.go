@@ -69,7 +69,8 @@ type Request struct {
 	// Key is the client's idempotency key. It must not be empty.
 	Key string
 	// Method and Path record what the key was first used for. They are
-	// stored for operators; the fingerprint is what is compared.
+	// stored for operators; the fingerprint is what is compared. They hold
+	// at most MaxMethodBytes and MaxPathBytes bytes.
 	Method, Path string
 	// Fingerprint identifies the request's content (32 bytes). A later
 	// request with the same key and another fingerprint is a mismatch.
@@ -84,9 +85,9 @@ type Response struct {
 	Header http.Header
 	// Body is the response body, nil when it was omitted.
 	Body []byte
-	// BodyOmitted is the size in bytes of a body that was too large to store
-	// within DynamoDB's 400 KB item limit even compressed; Body is then nil.
-	// Zero when the body was stored.
+	// BodyOmitted is the size in bytes of a body that was too large to
+	// store: larger than 64 MiB, or over DynamoDB's 400 KB item limit even
+	// compressed. Body is then nil. Zero when the body was stored.
 	BodyOmitted int
 }
 
@@ -105,10 +106,64 @@ type Record struct {
 	Created     time.Time
 	// Completed is when the record was completed (zero when in progress).
 	Completed time.Time
-	// Expires is when the record becomes absent (second precision).
+	// Expires is the record's exp, a whole second: the record is absent
+	// from the second after it on (once now.Unix() > Expires.Unix()),
+	// except an in-progress record whose lock has not expired. An
+	// in-progress record's Expires is never before its LockExpires
+	// rounded up to the second.
 	Expires time.Time
 	// Region is the region that wrote the record, when the store names one.
 	Region string
+
+	// commit is shared by the copies of an acquired claim's record: it
+	// remembers the completion time of the claim's first commit attempt.
+	commit *commitMemo
+}
+
+// commitMemo remembers the completion time of a claim's first commit
+// attempt, so that a repeat encodes the same item (see Store.Commit).
+type commitMemo struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+// completion returns the completion time of the commit of the claim that
+// holds m: the time of its first attempt, now for the first one. A nil
+// memo (a claim built by hand) gives now.
+func (m *commitMemo) completion(now time.Time) time.Time {
+	if m == nil {
+		return now
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.at.IsZero() {
+		m.at = now
+	}
+	return m.at
+}
+
+// liveAt reports whether the record stands at now for every read and
+// condition of this package: its exp second has not passed, or it is in
+// progress under a lock that has not expired (a record written before exp
+// covered its lock, kept until its owner may be dead). The claim condition
+// and the sweeper's eviction condition say the same in DynamoDB's terms.
+func (r *Record) liveAt(now time.Time) bool {
+	if r.Expires.Unix() >= now.Unix() {
+		return true
+	}
+	return r.State == StateInProgress && r.LockExpires.UnixMilli() >= now.UnixMilli()
+}
+
+// wholeSecond returns t truncated to its epoch second, as exp stores it.
+func wholeSecond(t time.Time) time.Time { return time.Unix(t.Unix(), 0) }
+
+// ceilSecond returns t rounded up to an epoch second.
+func ceilSecond(t time.Time) time.Time {
+	s := wholeSecond(t)
+	if s.Before(t) {
+		s = s.Add(time.Second)
+	}
+	return s
 }
 
 // PartitionKeyFor returns the partition key value of (scope, key): the
@@ -171,9 +226,10 @@ func baseItem(r *Record) map[string]types.AttributeValue {
 const maxItemBytes = 400 * 1024
 
 // encodeCompleted encodes a completed record. The body is gzip-compressed
-// when larger than compressAbove and smaller that way; when the item would
-// still exceed limit bytes, the body (and then the headers) are left out
-// and the record says so.
+// when larger than compressAbove and smaller that way; a body larger than
+// maxStoredBody, or one with which the item would still exceed limit
+// bytes, is left out (and then the headers, if the item still exceeds
+// limit) and the record says so.
 func encodeCompleted(r *Record, compressAbove, limit int) map[string]types.AttributeValue {
 	item := baseItem(r)
 	resp := r.Response
@@ -182,7 +238,12 @@ func encodeCompleted(r *Record, compressAbove, limit int) map[string]types.Attri
 	if hdr := encodeHeader(resp.Header); hdr != nil {
 		item[attrHeader] = hdr
 	}
-	if len(resp.Body) > 0 {
+	omitted := resp.BodyOmitted
+	if n := len(resp.Body); n > maxStoredBody {
+		// The decoder refuses to inflate past maxStoredBody: store the
+		// body as omitted rather than a record that can never replay.
+		omitted = n
+	} else if n > 0 {
 		body, enc := resp.Body, ""
 		if len(body) > compressAbove {
 			if z := gzipBytes(body); len(z) < len(body) {
@@ -194,13 +255,13 @@ func encodeCompleted(r *Record, compressAbove, limit int) map[string]types.Attri
 			item[attrEnc] = attrS(enc)
 		}
 	}
-	if resp.BodyOmitted > 0 {
-		item[attrOmitted] = attrN(int64(resp.BodyOmitted))
+	if omitted > 0 {
+		item[attrOmitted] = attrN(int64(omitted))
 	}
 	if itemSize(item) <= limit {
 		return item
 	}
-	if len(resp.Body) > 0 {
+	if _, ok := item[attrBody]; ok {
 		delete(item, attrBody)
 		delete(item, attrEnc)
 		item[attrOmitted] = attrN(int64(len(resp.Body)))
@@ -260,8 +321,10 @@ func gzipBytes(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// maxStoredBody bounds the decompressed size of a stored body, so that a
-// corrupted or hostile item cannot expand without limit.
+// maxStoredBody bounds the size of a stored body, decompressed: the
+// decoder refuses an item that inflates past it (a corrupted or hostile
+// item cannot expand without limit), so the encoder stores a larger body
+// as omitted, however well it compresses.
 const maxStoredBody = 64 << 20
 
 func gunzipBytes(b []byte) ([]byte, error) {

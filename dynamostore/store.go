@@ -49,9 +49,15 @@ const (
 type Options struct {
 	// Retention is how long a record stays after its claim and after its
 	// completion (default DefaultRetention). A retry after that executes
-	// again: retention must outlast the client's slowest retry path.
+	// again: retention must outlast the client's slowest retry path. An
+	// in-progress record stays at least until its lock expires, rounded
+	// up to the second, whatever the retention and the claim's lease: its
+	// exp is the later of claim time plus Retention and that instant, so
+	// neither a claim, nor the sweeper, nor DynamoDB's TTL takes a live
+	// lock. New panics if Retention is shorter than Lease.
 	Retention time.Duration
-	// Lease is the default lock lease of a claim (default DefaultLease).
+	// Lease is the default lock lease of a claim (default DefaultLease). It
+	// must not exceed Retention.
 	// Too short a lease lets a live request's key be reclaimed under it,
 	// which reintroduces the double execution the lock prevents (the
 	// commit of the first request then fails with ErrLockLost, so its
@@ -82,8 +88,9 @@ type Store struct {
 	opts   Options
 }
 
-// New returns a Store over table. It panics if client is nil or table is
-// empty: that is a configuration error, caught at start.
+// New returns a Store over table. It panics if client is nil, table is
+// empty, or the effective Retention is shorter than the effective Lease:
+// those are configuration errors, caught at start.
 func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if client == nil || table == "" {
 		panic("dynamostore: New needs a client and a table name")
@@ -98,6 +105,10 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.Retention < o.Lease {
+		panic(fmt.Sprintf("dynamostore: New: Retention %v is shorter than Lease %v: a key must be kept at least as long as its lock holds, "+
+			"and a retry after the retention executes again; raise Retention or lower Lease", o.Retention, o.Lease))
 	}
 	if o.CompressAbove == 0 {
 		o.CompressAbove = DefaultCompressAbove
@@ -182,14 +193,26 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 		lease = s.opts.Lease
 	}
 	return s.claimWith(ctx, req, nil, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
+		lockExpires := now.Add(lease)
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
 			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
-			LockExpires: now.Add(lease), Created: now, Expires: now.Add(s.opts.Retention),
+			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(now, lockExpires),
 			Region: s.opts.Region,
 		}
 		return rec, baseItem(rec)
 	})
+}
+
+// inProgressExpiry returns the exp of an in-progress record written at now
+// whose lock holds until lockExpires: now plus the retention, or the end of
+// the lock rounded up to the second when that is later.
+func (s *Store) inProgressExpiry(now, lockExpires time.Time) time.Time {
+	exp := wholeSecond(now.Add(s.opts.Retention))
+	if end := ceilSecond(lockExpires); end.After(exp) {
+		exp = end
+	}
+	return exp
 }
 
 // claimWith writes the item build returns (with the staged effects of tx)
@@ -203,7 +226,7 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 		rec, item := build(now, token)
 		failed, err := s.writeFenced(ctx, item, claimCondition, claimNames, claimValues(now), tx, rec)
 		if err == nil {
-			return &Claim{Outcome: Acquired, Record: rec}, nil
+			return acquired(rec), nil
 		}
 		if !errors.Is(err, errFenceFailed) {
 			return nil, err
@@ -215,14 +238,29 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 		if err != nil {
 			return nil, err
 		}
-		return &Claim{Outcome: decide(old, req, token), Record: old}, nil
+		if outcome := decide(old, req, token); outcome != Acquired {
+			return &Claim{Outcome: outcome, Record: old}, nil
+		}
+		return acquired(old), nil
 	}
 	return nil, ErrClaimContention
 }
 
+// acquired returns the claim of a record this store wrote. An in-progress
+// record gets the memo that makes a repeated Commit encode the same item.
+func acquired(rec *Record) *Claim {
+	if rec.State == StateInProgress && rec.commit == nil {
+		rec.commit = new(commitMemo)
+	}
+	return &Claim{Outcome: Acquired, Record: rec}
+}
+
 // The claim condition holds when no live record stands in the way: none,
-// an expired one, or an in-progress one whose lock expired.
-const claimCondition = "attribute_not_exists(#pk) OR #exp < :now_s OR (#state = :in_progress AND #lock_exp < :now_ms)"
+// an in-progress one whose lock expired, or an expired one that is not in
+// progress. An in-progress record under a live lock always stands, even
+// past its exp (a record written by a version that let exp precede the
+// end of the lock).
+const claimCondition = "attribute_not_exists(#pk) OR (#state = :in_progress AND #lock_exp < :now_ms) OR (#exp < :now_s AND NOT (#state = :in_progress))"
 
 // claimNames and fenceNames are shared by every call; the SDK only reads
 // them.
@@ -256,7 +294,7 @@ func (s *Store) oldRecord(ctx context.Context, req Request, token string, item m
 	if err != nil {
 		return nil, err
 	}
-	if old.State == StateInProgress && old.LockExpires.Before(now) && old.LockToken != token {
+	if old.State == StateInProgress && old.LockExpires.UnixMilli() < now.UnixMilli() && old.LockToken != token {
 		return nil, errClaimable // its lock ran out since
 	}
 	return old, nil
@@ -281,7 +319,7 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
 			Fingerprint: req.Fingerprint, State: StateCompleted, LockToken: token,
-			LockExpires: now, Created: now, Completed: now, Expires: now.Add(s.opts.Retention),
+			LockExpires: now, Created: now, Completed: now, Expires: wholeSecond(now.Add(s.opts.Retention)),
 			Region: s.opts.Region, Response: &r,
 		}
 		item := encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
@@ -324,6 +362,10 @@ func validate(req Request) error {
 		return fmt.Errorf("%w: key longer than %d bytes", ErrInvalidRequest, MaxKeyBytes)
 	case len(req.Scope) > MaxScopeBytes:
 		return fmt.Errorf("%w: scope longer than %d bytes", ErrInvalidRequest, MaxScopeBytes)
+	case len(req.Method) > MaxMethodBytes:
+		return fmt.Errorf("%w: method longer than %d bytes", ErrInvalidRequest, MaxMethodBytes)
+	case len(req.Path) > MaxPathBytes:
+		return fmt.Errorf("%w: path longer than %d bytes", ErrInvalidRequest, MaxPathBytes)
 	case len(req.Fingerprint) != FingerprintSize:
 		return fmt.Errorf("%w: fingerprint is %d bytes, want %d", ErrInvalidRequest, len(req.Fingerprint), FingerprintSize)
 	}
@@ -332,7 +374,8 @@ func validate(req Request) error {
 
 // Get returns the live record of (scope, key) with a consistent read, or
 // ErrNotFound when there is none (never claimed, released, or expired even
-// if DynamoDB has not deleted it yet).
+// if DynamoDB has not deleted it yet). An in-progress record whose lock
+// has not expired is live, whatever its exp.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	return s.get(ctx, scope, key)
 }
@@ -353,7 +396,7 @@ func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rec.Expires.Unix() < s.opts.Now().Unix() {
+	if !rec.liveAt(s.opts.Now()) {
 		return nil, ErrNotFound
 	}
 	return rec, nil
@@ -384,45 +427,70 @@ func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record,
 // token, so a request whose key was reclaimed under it writes nothing and
 // gets ErrLockLost.
 //
-// Commit is safe to call again after an ambiguous failure: if an earlier
-// attempt was applied, it returns the stored record and writes nothing.
+// Commit is safe to call again after an ambiguous failure (a *StoreError),
+// with the same claim, response and staged effects, however much later:
+// every call for one claim records the completion time of the first, so a
+// repeat sends DynamoDB the same item under the same ClientRequestToken
+// (and DynamoDB answers it without applying it again, within its 10-minute
+// window), and a repeat that finds the record completed under the claim's
+// lock returns that record and writes nothing. A repeat with another
+// response or other effects writes nothing when an earlier attempt was
+// applied, and returns the record that attempt stored; when none was, it
+// commits what it was given, or (if DynamoDB refuses the reused token)
+// returns an error matching txn.ErrTokenMismatch. The completion time is
+// kept by the claim's Record and shared with the Record's copies.
+//
 // It returns the completed record as stored.
 //
 // Errors: ErrLockLost; errors of package txn for the staged effects
 // (*txn.ConditionFailedError, *txn.ConflictError, *txn.ValidationError,
-// txn.ErrTooManyActions, ...); *StoreError when DynamoDB could not be
-// reached, in which case the commit may or may not have been applied.
+// txn.ErrTooManyActions, txn.ErrTokenMismatch, ...); *StoreError when
+// DynamoDB could not be reached or answered that the transaction is still
+// in progress, in which case the commit may or may not have been applied.
 func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
 	if c == nil || c.Outcome != Acquired || c.Record == nil {
 		return nil, fmt.Errorf("%w: commit of a claim that was not acquired", ErrInvalidRequest)
 	}
-	now := s.opts.Now()
+	at := c.Record.commit.completion(s.opts.Now())
 	done := *c.Record
 	done.State = StateCompleted
 	r := resp
 	done.Response = &r
-	done.Completed = now
-	done.Expires = now.Add(s.opts.Retention)
+	done.Completed = at
+	done.Expires = wholeSecond(at.Add(s.opts.Retention))
 	item := encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
 
-	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, c.Record)
-	if err == nil {
+	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, &done)
+	switch {
+	case err == nil:
 		return storedView(&done, item), nil
+	case errors.Is(err, errFenceFailed):
+		return s.afterFenceFailed(ctx, c, failed)
+	case errors.Is(err, txn.ErrTokenMismatch):
+		// An earlier attempt used this token with other parameters: if it
+		// was applied, it stands.
+		if cur, gerr := s.get(ctx, c.Record.Scope, c.Record.Key); gerr == nil && ownCommit(cur, c) {
+			return cur, nil
+		}
 	}
-	if !errors.Is(err, errFenceFailed) {
-		return nil, err
-	}
-	return s.afterFenceFailed(ctx, c, failed)
+	return nil, err
+}
+
+// ownCommit reports whether cur is completed under c's lock: the commit of
+// c was applied.
+func ownCommit(cur *Record, c *Claim) bool {
+	return cur.State == StateCompleted && cur.LockToken == c.Record.LockToken
 }
 
 // errFenceFailed: writeFenced's condition on the key record failed; the
 // item returned with the failure (nil when none) comes alongside.
 var errFenceFailed = errors.New("dynamostore: fence failed")
 
-// writeFenced writes the key record item under condition, with the staged
-// effects of tx when there are any: one PutItem, or one TransactWriteItems
-// with the key record first. On the key record's condition failure it
-// returns errFenceFailed and the item DynamoDB returned, if any.
+// writeFenced writes the key record item (rec, encoded) under condition,
+// with the staged effects of tx when there are any: one PutItem, or one
+// TransactWriteItems with the key record first. On the key record's
+// condition failure it returns errFenceFailed and the item DynamoDB
+// returned, if any. Its *StoreError carries rec's lock token.
 func (s *Store) writeFenced(ctx context.Context, item map[string]types.AttributeValue, cond string,
 	names map[string]string, values map[string]types.AttributeValue, tx *txn.Tx, rec *Record) (map[string]types.AttributeValue, error) {
 	effects := tx.Items()
@@ -440,7 +508,7 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return nil, &StoreError{Op: "PutItem", Err: err}
+			return nil, &StoreError{Op: "PutItem", Err: err, LockToken: rec.LockToken}
 		}
 		return ccf.Item, errFenceFailed
 	}
@@ -464,10 +532,10 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 	}
 	var canceled *txn.CanceledError
 	if errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
-		errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) {
+		errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) || errors.Is(err, txn.ErrTokenMismatch) {
 		return nil, err
 	}
-	return nil, &StoreError{Op: "TransactWriteItems", Err: err}
+	return nil, &StoreError{Op: "TransactWriteItems", Err: err, LockToken: rec.LockToken}
 }
 
 // storedView returns rec as it was stored: when the encoder left the body
@@ -510,7 +578,7 @@ func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]
 		return nil, ErrLockLost
 	case err != nil:
 		return nil, err
-	case cur.State == StateCompleted && cur.LockToken == c.Record.LockToken:
+	case ownCommit(cur, c):
 		return cur, nil
 	}
 	return nil, ErrLockLost
@@ -541,15 +609,20 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 	return &StoreError{Op: "DeleteItem", Err: err}
 }
 
-// CommitToken returns the ClientRequestToken of a commit attempt of the
-// claim that wrote rec: derived from the claim's random lock token, so it
-// is the same for every SDK retry of one attempt and unique across claims.
+// CommitToken returns the ClientRequestToken of a transaction attempt
+// writing the completed record rec: derived from its lock token (random
+// per claim), its completion time and the attempt number, so it is the
+// same for every SDK retry of one attempt and for a repeated Commit of one
+// claim (which reuses the completion time), and differs across claims and
+// across the attempts of CommitFirst.
 func CommitToken(rec *Record, attempt int) string {
 	h := sha256.New()
-	h.Write([]byte("idemkey/commit/v1\x00"))
+	h.Write([]byte("idemkey/commit/v2\x00"))
 	h.Write([]byte(PartitionKeyFor(rec.Scope, rec.Key)))
 	h.Write([]byte{0})
 	h.Write([]byte(rec.LockToken))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatInt(rec.Completed.UnixMilli(), 10)))
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.Itoa(attempt)))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:36]

@@ -29,8 +29,12 @@ const (
 	// DefaultSweepSegments is the number of parallel scan segments: 4.
 	DefaultSweepSegments = 4
 	// MaxSweepSegments bounds SweepOptions.Segments; each segment is one
-	// goroutine with one request in flight.
-	MaxSweepSegments = 1000
+	// goroutine with one request in flight. It is the most segments whose
+	// resume cursor, with every segment pending at a partition key of
+	// DynamoDB's maximal 2048 bytes and a table name of 255, still fits in
+	// the one item (400 KB, counted as 400,000 bytes) SaveSweepCursor
+	// writes: 145.
+	MaxSweepSegments = 145
 	// DefaultSweepPageSize is the Limit of each Scan request: 500 items.
 	DefaultSweepPageSize = 500
 	// DefaultSweepItemsPerSecond is the default rate limit: 1000 items
@@ -173,8 +177,11 @@ func sweepProjectionNames() map[string]string {
 // attributes it decides on. At each page, with now read from Now once:
 //
 //   - a record whose exp (epoch seconds) is before now's is expired and is
-//     evicted with a DeleteItem conditioned on "exp < now": a record
-//     claimed again since the scan survives;
+//     evicted with a DeleteItem conditioned on "exp < now" and on not being
+//     in progress under a live lock: a record claimed again since the scan
+//     survives. An in-progress record whose lock holds (lock_exp not before
+//     now, in epoch milliseconds) is live whatever its exp, which this
+//     package never writes before the lock's end but older versions did;
 //   - else, a record in progress whose lock expired (lock_exp before now,
 //     in epoch milliseconds) is stuck, its owner dead, and is reclaimed
 //     with a DeleteItem conditioned on the same state, lock token and an
@@ -479,7 +486,7 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	switch {
 	case !ok:
 		t.foreign++
-	case f.exp < now.Unix():
+	case f.exp < now.Unix() && !(f.inProgress && f.lockExp >= now.UnixMilli()):
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
 		r.remove(ctx, t, &t.evicted, "evict", f.pk, evictInput(r.s.table, f.pk, now))
 	case f.inProgress && f.lockExp < now.UnixMilli():
@@ -490,14 +497,19 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// evictInput deletes the record at pk if it is still expired at now.
+// evictInput deletes the record at pk if it is still expired at now and
+// not in progress under a lock that holds at now.
 func evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
 	return &dynamodb.DeleteItemInput{
-		TableName:                 &table,
-		Key:                       map[string]types.AttributeValue{attrPK: attrS(pk)},
-		ConditionExpression:       aws.String("#exp < :now_s"),
-		ExpressionAttributeNames:  map[string]string{"#exp": attrExpires},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":now_s": attrN(now.Unix())},
+		TableName:                &table,
+		Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+		ConditionExpression:      aws.String("#exp < :now_s AND NOT (#state = :in_progress AND #lock_exp >= :now_ms)"),
+		ExpressionAttributeNames: map[string]string{"#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now_s":       attrN(now.Unix()),
+			":now_ms":      attrN(now.UnixMilli()),
+			":in_progress": attrS(string(StateInProgress)),
+		},
 	}
 }
 

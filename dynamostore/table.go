@@ -31,7 +31,10 @@ var ErrTableSchema = errors.New("dynamostore: table schema does not fit key reco
 // it creates the table if missing (on-demand capacity, partition key "pk"
 // of type String), waits until it is ACTIVE (at most maxWait, default two
 // minutes when zero), and enables TTL on TTLAttribute unless it is already
-// enabled. It is idempotent and safe to call at every start, from several
+// ENABLED or ENABLING there. When the update is refused because TTL changed
+// meanwhile (another process), it succeeds only if TTL is then ENABLED or
+// ENABLING on TTLAttribute; DISABLING or DISABLED is an error. It is
+// idempotent and safe to call at every start, from several
 // processes at once. An existing table with another key schema, or with TTL
 // on another attribute, is an error matching ErrTableSchema.
 func EnsureTable(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
@@ -88,15 +91,8 @@ func ensureTTL(ctx context.Context, client TableClient, table string) error {
 	if err != nil {
 		return &StoreError{Op: "DescribeTimeToLive", Err: err}
 	}
-	if d := out.TimeToLiveDescription; d != nil {
-		attr := aws.ToString(d.AttributeName)
-		switch d.TimeToLiveStatus {
-		case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
-			if attr == TTLAttribute {
-				return nil
-			}
-			return fmt.Errorf("%w: table %q has TTL on %q, want %q", ErrTableSchema, table, attr, TTLAttribute)
-		}
+	if on, err := ttlOn(table, out.TimeToLiveDescription); on || err != nil {
+		return err
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: &table,
@@ -109,12 +105,31 @@ func ensureTTL(ctx context.Context, client TableClient, table string) error {
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
 		// Another process enabled it between our describe and update.
 		again, derr := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
-		if derr == nil && again.TimeToLiveDescription != nil && aws.ToString(again.TimeToLiveDescription.AttributeName) == TTLAttribute {
-			return nil
+		if derr == nil {
+			if on, err := ttlOn(table, again.TimeToLiveDescription); on || err != nil {
+				return err
+			}
 		}
 	}
 	if err != nil {
 		return &StoreError{Op: "UpdateTimeToLive", Err: err}
 	}
 	return nil
+}
+
+// ttlOn reports whether d says TTL is ENABLED or ENABLING on TTLAttribute;
+// TTL enabled or enabling on another attribute is an error matching
+// ErrTableSchema. DISABLED and DISABLING are off, whatever the attribute.
+func ttlOn(table string, d *types.TimeToLiveDescription) (bool, error) {
+	if d == nil {
+		return false, nil
+	}
+	switch d.TimeToLiveStatus {
+	case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
+		if attr := aws.ToString(d.AttributeName); attr != TTLAttribute {
+			return false, fmt.Errorf("%w: table %q has TTL on %q, want %q", ErrTableSchema, table, attr, TTLAttribute)
+		}
+		return true, nil
+	}
+	return false, nil
 }

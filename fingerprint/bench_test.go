@@ -147,7 +147,7 @@ func BenchmarkJCSReference(b *testing.B) {
 // BenchmarkRequestDigestJSON measures Request.Digest with a JSON body.
 func BenchmarkRequestDigestJSON(b *testing.B) {
 	body := genBody(64 << 10)
-	r := fingerprint.Request{Method: "POST", Path: "/v1/orders", Query: "dry_run=false&a=1", Body: body}
+	r := fingerprint.Request{Method: "POST", Path: "/v1/orders", Query: "dry_run=false&a=1", ContentType: "application/json", Body: body}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -29,6 +29,11 @@ type Request struct {
 	// url.URL.RawQuery.
 	Query string
 
+	// ContentType is the value of the request's Content-Type header, as
+	// sent; "" when the request has none. It selects how Body is compared
+	// (see [Request.Digest]) and is itself part of the fingerprint.
+	ContentType string
+
 	// Body is the request body. It is read, never modified or retained.
 	Body []byte
 }
@@ -36,25 +41,27 @@ type Request struct {
 // Domain-separation strings and tags of the fingerprint encodings. Changing
 // any of them changes every fingerprint, so they carry a version.
 const (
-	requestDomain = "idemkey/fingerprint/v1/request"
+	requestDomain = "idemkey/fingerprint/v2/request"
 	jsonDomain    = "idemkey/fingerprint/v1/json"
 
-	tagRaw  = 'r' // the field is hashed as given
-	tagForm = 'f' // the query is hashed as re-encoded parameters
-	tagJSON = 'j' // the body is hashed in canonical JSON form
+	tagRaw   = 'r' // the field is hashed as given
+	tagForm  = 'f' // the query is hashed as re-encoded parameters
+	tagJSON  = 'j' // the body is hashed in canonical JSON form
+	tagMedia = 'm' // the content type is hashed as a normalised media type
 )
 
 // Digest returns the fingerprint of r: two requests that must be treated as
 // the same retry have equal digests, and any other difference in method,
-// path, query parameters or body gives a different digest, short of a
-// SHA-256 collision.
+// path, query parameters, media type or body gives a different digest,
+// short of a SHA-256 collision.
 //
 // The digest is SHA-256 over the concatenation of
 //
-//	field("idemkey/fingerprint/v1/request")
+//	field("idemkey/fingerprint/v2/request")
 //	field(r.Method)
 //	field(r.Path)
 //	queryTag, field(query)
+//	mediaTag, field(media)
 //	bodyTag, field(body)
 //
 // where field(x) is the length of x as an 8-byte big-endian integer followed
@@ -68,13 +75,33 @@ const (
 // equals "a=A", and "a" equals "a=". Otherwise (for example with an invalid
 // percent escape or a ';'), queryTag is 'r' and query is r.Query unchanged.
 //
-// When r.Body is accepted by [AppendCanonical], bodyTag is 'j' and body is
-// its canonical form, so member order, whitespace, escape spelling and
-// number spelling do not matter. Otherwise (an empty body, binary data,
-// invalid or too deeply nested JSON) bodyTag is 'r' and body is r.Body
-// unchanged. The body is classified by content alone: a non-JSON media type
-// whose content happens to be JSON text, such as the text/plain body "1.0",
-// is also compared in canonical form.
+// The content type is compared as a media type: when [mime.ParseMediaType]
+// accepts r.ContentType, mediaTag is 'm' and media is its normalised form,
+// [mime.FormatMediaType] of the parsed type and parameters, with type,
+// subtype and parameter names in lowercase, parameters sorted by name, and
+// the value of the charset parameter (charset names are case-insensitive)
+// in lowercase. For a JSON media type, whose text RFC 8259 requires to be
+// UTF-8, "charset=utf-8" is dropped: "application/json; charset=UTF-8" and
+// "application/json" are the same media type, while any other charset is
+// kept and differs from both. Other parameter values are compared exactly
+// ("boundary=AbC" differs from "boundary=abc"). Otherwise (no content type,
+// or a value that does not parse, such as one with a repeated parameter),
+// mediaTag is 'r' and media is r.ContentType without surrounding spaces and
+// tabs.
+//
+// The body is compared as JSON only when the media type is JSON: its
+// mediaTag is 'm' and the type is application/json or has the +json subtype
+// suffix (RFC 6839, as application/merge-patch+json). Then, when r.Body is
+// accepted by [AppendCanonical], bodyTag is 'j' and body is its canonical
+// form, so member order, whitespace, escape spelling and number spelling do
+// not matter. Every other body (an empty body, any other or no media type,
+// invalid or too deeply nested JSON) has bodyTag 'r' and body is r.Body
+// unchanged: the text/plain bodies "1.0" and "1.00" differ, and so does one
+// body sent as application/json and as application/x-www-form-urlencoded.
+//
+// Digests of version 1 (the domain "idemkey/fingerprint/v1/request") bound
+// no media type and canonicalised every body that parsed as JSON; no v1
+// digest equals a v2 digest.
 func (r Request) Digest() Digest {
 	c := getCanon()
 	defer putCanon(c)
@@ -87,8 +114,14 @@ func (r Request) Digest() Digest {
 	} else {
 		hdr = appendField(append(hdr, tagRaw), r.Query)
 	}
+	mt := parseMediaType(r.ContentType)
+	if mt.parsed {
+		hdr = appendField(append(hdr, tagMedia), mt.text)
+	} else {
+		hdr = appendField(append(hdr, tagRaw), mt.text)
+	}
 	h := c.hasher()
-	if len(r.Body) > 0 && c.parse(r.Body) {
+	if mt.json && len(r.Body) > 0 && c.parse(r.Body) {
 		hdr = binary.BigEndian.AppendUint64(append(hdr, tagJSON), uint64(len(c.text)))
 		h.Write(hdr)
 		c.hashCanonical(h)

@@ -19,12 +19,13 @@ func field(s string) []byte {
 
 // layoutDigest builds a request digest from the layout documented on
 // Request.Digest, independently of the implementation.
-func layoutDigest(method, path string, queryTag byte, query string, bodyTag byte, body string) fingerprint.Digest {
+func layoutDigest(method, path string, queryTag byte, query string, mediaTag byte, media string, bodyTag byte, body string) fingerprint.Digest {
 	var b []byte
-	b = append(b, field("idemkey/fingerprint/v1/request")...)
+	b = append(b, field("idemkey/fingerprint/v2/request")...)
 	b = append(b, field(method)...)
 	b = append(b, field(path)...)
 	b = append(append(b, queryTag), field(query)...)
+	b = append(append(b, mediaTag), field(media)...)
 	b = append(append(b, bodyTag), field(body)...)
 	return sha256.Sum256(b)
 }
@@ -35,16 +36,28 @@ func TestRequestDigestFollowsDocumentedLayout(t *testing.T) {
 		want fingerprint.Digest
 	}{
 		{
-			fingerprint.Request{Method: "POST", Path: "/orders", Query: "b=2&a=1", Body: []byte(`{"y":1, "x":[1.0]}`)},
-			layoutDigest("POST", "/orders", 'f', "a=1&b=2", 'j', `{"x":[1],"y":1}`),
+			fingerprint.Request{Method: "POST", Path: "/orders", Query: "b=2&a=1", ContentType: "application/json", Body: []byte(`{"y":1, "x":[1.0]}`)},
+			layoutDigest("POST", "/orders", 'f', "a=1&b=2", 'm', "application/json", 'j', `{"x":[1],"y":1}`),
 		},
 		{
-			fingerprint.Request{Method: "PUT", Path: "/p", Query: "a=%zz", Body: []byte(`{"x":`)},
-			layoutDigest("PUT", "/p", 'r', "a=%zz", 'r', `{"x":`),
+			fingerprint.Request{Method: "PUT", Path: "/p", Query: "a=%zz", ContentType: "application/json", Body: []byte(`{"x":`)},
+			layoutDigest("PUT", "/p", 'r', "a=%zz", 'm', "application/json", 'r', `{"x":`),
 		},
 		{
 			fingerprint.Request{Method: "POST"},
-			layoutDigest("POST", "", 'f', "", 'r', ""),
+			layoutDigest("POST", "", 'f', "", 'r', "", 'r', ""),
+		},
+		{
+			fingerprint.Request{Method: "POST", ContentType: " Application/Merge-Patch+JSON; Charset=UTF-8 ", Body: []byte(`{"b":1,"a":2}`)},
+			layoutDigest("POST", "", 'f', "", 'm', "application/merge-patch+json", 'j', `{"a":2,"b":1}`),
+		},
+		{
+			fingerprint.Request{Method: "POST", ContentType: `Text/Plain; Format=Flowed; CHARSET="UTF-8"`, Body: []byte(`1.0`)},
+			layoutDigest("POST", "", 'f', "", 'm', "text/plain; charset=utf-8; format=Flowed", 'r', `1.0`),
+		},
+		{
+			fingerprint.Request{Method: "POST", ContentType: "text/plain; charset=a; charset=b", Body: []byte(`1`)},
+			layoutDigest("POST", "", 'f', "", 'r', "text/plain; charset=a; charset=b", 'r', `1`),
 		},
 	} {
 		if got := c.req.Digest(); got != c.want {
@@ -56,8 +69,8 @@ func TestRequestDigestFollowsDocumentedLayout(t *testing.T) {
 // The encoding is part of what idemkey stores: a change to it must be a
 // deliberate new version, not an accident.
 func TestRequestDigestIsStableAcrossReleases(t *testing.T) {
-	req := fingerprint.Request{Method: "POST", Path: "/v1/payments", Query: "currency=EUR", Body: []byte(`{"amount":100,"to":"acct_1"}`)}
-	const want = "042f2b369745a284d17bd4557f779853e0f2fb5df700caad279289ba9b956a15"
+	req := fingerprint.Request{Method: "POST", Path: "/v1/payments", Query: "currency=EUR", ContentType: "application/json", Body: []byte(`{"amount":100,"to":"acct_1"}`)}
+	const want = "e1adfc69ffc312a44d1f8a04123acc438a2c316fb96d1da579cd1e43d0fea7c2"
 	if got := req.Digest().String(); got != want {
 		t.Errorf("Digest = %s, want %s", got, want)
 	}
@@ -84,6 +97,8 @@ func TestRequestDigestSeparatesFields(t *testing.T) {
 		{{Method: "POST"}, {Method: "post"}},
 		{{Method: "POST", Path: "/x"}, {Method: "POST", Path: "/X"}},
 		{{Method: "POST", Path: "/x", Body: []byte("")}, {Method: "POST", Path: "/x", Body: []byte(`""`)}},
+		{{Method: "POST", ContentType: "a/b", Body: []byte("x")}, {Method: "POST", ContentType: "a/bx"}},
+		{{Method: "POST", ContentType: "a/b"}, {Method: "POST", Path: "a/b"}},
 	}
 	for _, p := range pairs {
 		if p[0].Digest() == p[1].Digest() {
@@ -96,11 +111,11 @@ func TestRequestDigestSeparatesFields(t *testing.T) {
 // with a raw body that has the same bytes as its canonical form.
 func TestRequestDigestTagsJSONAndRawBodiesApart(t *testing.T) {
 	canonical := `{"a":1}`
-	got := fingerprint.Request{Method: "POST", Body: []byte(canonical)}.Digest()
-	if got != layoutDigest("POST", "", 'f', "", 'j', canonical) {
+	got := fingerprint.Request{Method: "POST", ContentType: "application/json", Body: []byte(canonical)}.Digest()
+	if got != layoutDigest("POST", "", 'f', "", 'm', "application/json", 'j', canonical) {
 		t.Error("JSON body not hashed under the JSON tag")
 	}
-	if got == layoutDigest("POST", "", 'f', "", 'r', canonical) {
+	if got == layoutDigest("POST", "", 'f', "", 'm', "application/json", 'r', canonical) {
 		t.Error("JSON body hashed like a raw body")
 	}
 }
@@ -110,8 +125,8 @@ func TestRequestDigestHashesNonJSONBodiesRaw(t *testing.T) {
 		"", `{"a":1`, `{"a":1,"a":2}`, "hello world", "\x00\x01\xff\xfe", "  ", "\"\xff\"",
 		strings.Repeat("[", fingerprint.MaxDepth+1) + strings.Repeat("]", fingerprint.MaxDepth+1),
 	} {
-		got := fingerprint.Request{Method: "POST", Body: []byte(body)}.Digest()
-		if want := layoutDigest("POST", "", 'f', "", 'r', body); got != want {
+		got := fingerprint.Request{Method: "POST", ContentType: "application/json", Body: []byte(body)}.Digest()
+		if want := layoutDigest("POST", "", 'f', "", 'm', "application/json", 'r', body); got != want {
 			t.Errorf("body %.20q: Digest = %s, want the raw digest %s", body, got, want)
 		}
 	}
@@ -123,9 +138,9 @@ func TestRequestDigestComparesJSONBodiesByMeaning(t *testing.T) {
 		`{ "items" : [ { "qty" : 1.0, "sku" : "\u0061" } ], "currency" : "EUR", "amount" : 1e2 }`,
 		"{\n\t\"currency\": \"\\u0045UR\",\n\t\"amount\": 100,\n\t\"items\": [{\"qty\": 10e-1, \"sku\": \"a\"}]\n}\n",
 	}
-	want := fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(same[0])}.Digest()
+	want := fingerprint.Request{Method: "POST", Path: "/orders", ContentType: "application/json", Body: []byte(same[0])}.Digest()
 	for _, body := range same[1:] {
-		if got := (fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(body)}).Digest(); got != want {
+		if got := (fingerprint.Request{Method: "POST", Path: "/orders", ContentType: "application/json", Body: []byte(body)}).Digest(); got != want {
 			t.Errorf("body %q: digest differs from %q", body, same[0])
 		}
 	}
@@ -136,15 +151,15 @@ func TestRequestDigestComparesJSONBodiesByMeaning(t *testing.T) {
 		`{"amount":100,"currency":"eur","items":[{"sku":"a","qty":1}]}`,
 		`{"amount":100,"currency":"EUR","items":[{"qty":1,"sku":"a"},{"qty":1,"sku":"a"}]}`,
 	} {
-		if got := (fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(body)}).Digest(); got == want {
+		if got := (fingerprint.Request{Method: "POST", Path: "/orders", ContentType: "application/json", Body: []byte(body)}).Digest(); got == want {
 			t.Errorf("body %q: digest equals that of %q", body, same[0])
 		}
 	}
 }
 
 func TestRequestDigestDistinguishesNumbersDoublesConflate(t *testing.T) {
-	a := fingerprint.Request{Method: "POST", Body: []byte(`{"id":9007199254740993}`)}.Digest()
-	b := fingerprint.Request{Method: "POST", Body: []byte(`{"id":9007199254740992}`)}.Digest()
+	a := fingerprint.Request{Method: "POST", ContentType: "application/json", Body: []byte(`{"id":9007199254740993}`)}.Digest()
+	b := fingerprint.Request{Method: "POST", ContentType: "application/json", Body: []byte(`{"id":9007199254740992}`)}.Digest()
 	if a == b {
 		t.Error("9007199254740993 and 9007199254740992 give the same digest")
 	}
@@ -153,7 +168,7 @@ func TestRequestDigestDistinguishesNumbersDoublesConflate(t *testing.T) {
 func TestRequestDigestTreatsNumericEquivalentsAsEqual(t *testing.T) {
 	var first fingerprint.Digest
 	for i, n := range []string{"1", "1.0", "1e0", "10e-1", "0.1e1", "1.000E+0"} {
-		d := fingerprint.Request{Method: "POST", Body: []byte(`{"n":` + n + `}`)}.Digest()
+		d := fingerprint.Request{Method: "POST", ContentType: "application/json", Body: []byte(`{"n":` + n + `}`)}.Digest()
 		if i == 0 {
 			first = d
 		} else if d != first {
@@ -211,7 +226,7 @@ func TestJSONDigestUsesItsOwnDomain(t *testing.T) {
 	if d != want {
 		t.Errorf("JSON = %s, want %s", d, hex.EncodeToString(want[:]))
 	}
-	if d == (fingerprint.Request{Body: body}).Digest() {
+	if d == (fingerprint.Request{ContentType: "application/json", Body: body}).Digest() {
 		t.Error("JSON digest equals a request digest")
 	}
 }
@@ -280,8 +295,8 @@ func TestDigestsHashTheCanonicalText(t *testing.T) {
 		if want := sha256.Sum256(append(field("idemkey/fingerprint/v1/json"), field(string(canon))...)); d != want {
 			t.Errorf("%s: JSON digest differs from the digest of the canonical text", name)
 		}
-		r := fingerprint.Request{Method: "POST", Path: "/p", Body: in}
-		if got, want := r.Digest(), layoutDigest("POST", "/p", 'f', "", 'j', string(canon)); got != want {
+		r := fingerprint.Request{Method: "POST", Path: "/p", ContentType: "application/json", Body: in}
+		if got, want := r.Digest(), layoutDigest("POST", "/p", 'f', "", 'm', "application/json", 'j', string(canon)); got != want {
 			t.Errorf("%s: request digest differs from the digest of the canonical text", name)
 		}
 	}

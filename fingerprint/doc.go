@@ -7,10 +7,12 @@
 //
 // # What it is for
 //
-//   - [Request.Digest] fingerprints an HTTP request (method, path, query and
-//     body). A JSON body is compared by meaning rather than spelling, so a
-//     client that re-serialises its payload on retry, with members in another
-//     order, other whitespace or other escapes, still matches.
+//   - [Request.Digest] fingerprints an HTTP request (method, path, query,
+//     media type and body). The body of a JSON media type (application/json,
+//     */*+json) is compared by meaning rather than spelling, so a client
+//     that re-serialises its payload on retry, with members in another order,
+//     other whitespace or other escapes, still matches; any other body is
+//     compared byte for byte.
 //   - [JSON] fingerprints one JSON value, such as a Lambda event payload.
 //   - [AppendCanonical] and [Canonical] expose the canonical JSON form the
 //     fingerprints are built on.
@@ -93,8 +95,8 @@
 // releases them after a run of smaller inputs.
 //
 // Digests hash the canonical text where it lies rather than building a copy
-// of it. A body that is not JSON is usually rejected at its first byte, so
-// [Request.Digest] of such a body costs about as much as SHA-256 of it.
+// of it. [Request.Digest] parses only the body of a JSON media type; any
+// other body costs about as much as SHA-256 of it.
 //
 // Nesting deeper than [MaxDepth] is the error [ErrTooDeep]; the parser keeps
 // its own stack and does not recurse, so no input can exhaust the goroutine

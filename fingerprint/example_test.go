@@ -69,14 +69,17 @@ func ExampleRequest_Digest() {
 		Method: "POST",
 		Path:   "/v1/payments",
 		Query:  "currency=EUR&dry_run=false",
-		Body:   []byte(`{"amount": 100, "to": "acct_1"}`),
+		// The body is compared as JSON because the media type says so.
+		ContentType: "application/json",
+		Body:        []byte(`{"amount": 100, "to": "acct_1"}`),
 	}
 	// A retry whose client re-serialised the body and reordered the query.
 	retry := fingerprint.Request{
-		Method: "POST",
-		Path:   "/v1/payments",
-		Query:  "dry_run=false&currency=EUR",
-		Body:   []byte(`{"to":"acct_1","amount":1.00e2}`),
+		Method:      "POST",
+		Path:        "/v1/payments",
+		Query:       "dry_run=false&currency=EUR",
+		ContentType: "application/json; charset=utf-8",
+		Body:        []byte(`{"to":"acct_1","amount":1.00e2}`),
 	}
 	// The same key reused for a different payment.
 	other := retry
@@ -105,7 +108,7 @@ func ExampleEqual() {
 
 func ExampleDigest_String() {
 	d := fingerprint.Request{Method: "POST", Path: "/v1/payments", Query: "currency=EUR",
-		Body: []byte(`{"amount":100,"to":"acct_1"}`)}.Digest()
+		ContentType: "application/json", Body: []byte(`{"amount":100,"to":"acct_1"}`)}.Digest()
 	fmt.Println(d)
-	// Output: 042f2b369745a284d17bd4557f779853e0f2fb5df700caad279289ba9b956a15
+	// Output: e1adfc69ffc312a44d1f8a04123acc438a2c316fb96d1da579cd1e43d0fea7c2
 }

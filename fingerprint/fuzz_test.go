@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"mime"
 	"strconv"
 	"strings"
 	"testing"
@@ -168,23 +169,44 @@ func numberExact(lit string) (exact, known bool) {
 }
 
 // FuzzRequestDigest checks that Request.Digest never panics, is a function
-// of its input, and gives a JSON body the digest of its canonical form.
+// of its input, gives a JSON body of a JSON media type the digest of its
+// canonical form, and hashes the body of any other media type raw.
 func FuzzRequestDigest(f *testing.F) {
-	f.Add("POST", "/orders", "b=2&a=1", []byte(`{"b":1,"a":[1.0,"x"]}`))
-	f.Add("PUT", "/x", "a=%zz", []byte("\x00\xff raw"))
-	f.Add("", "", "", []byte(nil))
-	f.Add("POST", "/", "a;b", []byte(`{"a":1,"a":2}`))
-	f.Fuzz(func(t *testing.T, method, path, query string, body []byte) {
-		r := fingerprint.Request{Method: method, Path: path, Query: query, Body: body}
+	f.Add("POST", "/orders", "b=2&a=1", "application/json", []byte(`{"b":1,"a":[1.0,"x"]}`))
+	f.Add("POST", "/orders", "", "Application/Problem+JSON; Charset=UTF-8", []byte(`{"b":1}`))
+	f.Add("POST", "/orders", "", "text/plain; charset=utf-8", []byte(`1.0`))
+	f.Add("PUT", "/x", "a=%zz", "", []byte("\x00\xff raw"))
+	f.Add("", "", "", "", []byte(nil))
+	f.Add("POST", "/", "a;b", "a/b; c=1; c=2", []byte(`{"a":1,"a":2}`))
+	f.Fuzz(func(t *testing.T, method, path, query, contentType string, body []byte) {
+		r := fingerprint.Request{Method: method, Path: path, Query: query, ContentType: contentType, Body: body}
 		d := r.Digest()
 		if again := r.Digest(); again != d {
 			t.Fatalf("digest changed between calls: %s, %s", d, again)
 		}
-		if canonical, err := fingerprint.Canonical(body); err == nil {
-			r.Body = canonical
-			if r.Digest() != d {
-				t.Fatalf("body %q and its canonical form %q differ", body, canonical)
-			}
+		canonical, err := fingerprint.Canonical(body)
+		if err != nil || string(canonical) == string(body) {
+			return
+		}
+		r.Body = canonical
+		isJSON := jsonMediaType(contentType)
+		if same := r.Digest() == d; same != isJSON {
+			t.Fatalf("content type %q (JSON: %v): body %q and its canonical form %q give equal digests: %v",
+				contentType, isJSON, body, canonical, same)
 		}
 	})
+}
+
+// jsonMediaType is the documented rule for a JSON media type, written
+// independently of the implementation.
+func jsonMediaType(contentType string) bool {
+	t, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	typ, sub, ok := strings.Cut(t, "/")
+	if !ok || typ == "" {
+		return false
+	}
+	return t == "application/json" || (len(sub) > len("+json") && strings.HasSuffix(sub, "+json"))
 }

@@ -79,8 +79,8 @@ func TestDigestIgnoresSpelling(t *testing.T) {
 		if da != db {
 			t.Fatalf("JSON digests differ for\n%q\n%q", a, b)
 		}
-		ra := fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(a)}
-		rb := fingerprint.Request{Method: "POST", Path: "/orders", Body: []byte(b)}
+		ra := fingerprint.Request{Method: "POST", Path: "/orders", ContentType: "application/json", Body: []byte(a)}
+		rb := fingerprint.Request{Method: "POST", Path: "/orders", ContentType: "application/json", Body: []byte(b)}
 		if ra.Digest() != rb.Digest() {
 			t.Fatalf("request digests differ for bodies\n%q\n%q", a, b)
 		}
@@ -114,8 +114,8 @@ func TestDigestChangesWithAnyScalarOrName(t *testing.T) {
 		if d1 == d2 {
 			t.Fatalf("equal digests after a change:\n%q\n%q", before, after)
 		}
-		r1 := fingerprint.Request{Method: "POST", Path: "/", Body: []byte(before)}
-		r2 := fingerprint.Request{Method: "POST", Path: "/", Body: []byte(after)}
+		r1 := fingerprint.Request{Method: "POST", Path: "/", ContentType: "application/json", Body: []byte(before)}
+		r2 := fingerprint.Request{Method: "POST", Path: "/", ContentType: "application/json", Body: []byte(after)}
 		if r1.Digest() == r2.Digest() {
 			t.Fatalf("equal request digests after a change:\n%q\n%q", before, after)
 		}

@@ -125,6 +125,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				cache = idemkey.NewCache(1024, time.Hour)
 			}
 			h := handler.New(store, func(o *handler.Options) {
+				o.SingleCaller = true // one benchmark client
 				o.Guard.Mode = m.mode
 				o.Guard.Cache = cache
 			})(http.HandlerFunc(paymentHandler))

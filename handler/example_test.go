@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,8 +41,16 @@ func Example() {
 		panic(err)
 	}
 
+	// The scope is who is calling, as the authentication established it:
+	// here the tenant of a verified bearer token. Never take it from a
+	// header the client chooses.
 	idem := handler.New(dynamostore.New(ep.Client, keys), func(o *handler.Options) {
-		o.Scope = func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil }
+		o.Scope = func(r *http.Request) (string, error) {
+			if tenant, ok := r.Context().Value(tenantKey{}).(string); ok {
+				return tenant, nil
+			}
+			return "", errors.New("not authenticated")
+		}
 	})
 	createOrder := func(w http.ResponseWriter, r *http.Request) {
 		tx, _ := txn.FromContext(r.Context())
@@ -53,12 +62,13 @@ func Example() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders", idem(http.HandlerFunc(createOrder)))
-	srv := httptest.NewServer(mux)
+	srv := httptest.NewServer(authenticate(mux))
 	defer srv.Close()
 
 	for range 2 {
 		req, _ := http.NewRequest("POST", srv.URL+"/orders", strings.NewReader(`{"item":"book"}`))
-		req.Header.Set("X-Tenant", "acme")
+		req.Header.Set("Authorization", "Bearer token-of-acme")
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", `"order-attempt-1"`)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -71,4 +81,22 @@ func Example() {
 	// Output:
 	// 201 replayed="" {"id":"order-1"}
 	// 201 replayed="true" {"id":"order-1"}
+}
+
+type tenantKey struct{}
+
+// authenticate stands in for real authentication (a verified JWT, an API
+// key looked up in a table): it puts the tenant of a known bearer token in
+// the request's context and answers 401 to anything else.
+func authenticate(next http.Handler) http.Handler {
+	tenants := map[string]string{"token-of-acme": "acme"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tenant, ok := tenants[token]
+		if !ok {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
 }

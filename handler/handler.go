@@ -7,8 +7,11 @@
 // shape. For each guarded request (POST and PATCH by default) it
 //
 //   - parses the key (400 when missing or malformed),
+//   - refuses a path longer than dynamostore.MaxPathBytes, the most a key
+//     record stores (414; nothing is executed and the key stays free),
 //   - reads the body up to a limit (413 above it),
-//   - fingerprints method, path, query and body,
+//   - fingerprints method, path, query, media type and body (the body in
+//     canonical form only for a JSON media type; see package fingerprint),
 //   - runs the idemkey protocol: a replay answers with the stored status,
 //     headers and body plus "Idempotent-Replayed: true"; a duplicate while
 //     the first is in flight gets 409 with Retry-After; a key reused for
@@ -20,7 +23,15 @@
 //
 // Errors are RFC 9457 problem documents (application/problem+json). The
 // handler's response is buffered in full: streaming, Flush and Hijack are
-// not available to a guarded handler.
+// not available to a guarded handler. What is captured, sent and replayed
+// is what net/http's HTTP/1.1 server would have sent for the handler: the
+// header map as it was when the header was written (WriteHeader, or the
+// first Write or Flush; later changes are not sent), the Content-Type
+// net/http would sniff (none when the handler set Header()["Content-Type"]
+// to nil), the body, and the trailers net/http would have sent (declared
+// with the Trailer header or named with http.TrailerPrefix), sent again as
+// trailers. Framing may differ: a guarded answer without trailers always
+// has a Content-Length. Informational (1xx) responses are not sent.
 package handler
 
 import (
@@ -33,6 +44,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemkey/idemkey"
@@ -55,11 +67,20 @@ const DefaultMaxBodyBytes = 1 << 20
 // Options configure the middleware. The zero value of each field selects
 // its default.
 type Options struct {
-	// Scope returns the caller's scope (tenant, API key id, token subject)
-	// for a request. Keys of different scopes never meet. An error answers
-	// 401 with a problem document. Default: every request in one scope "",
-	// which is right only when the service has a single caller.
+	// Scope returns the caller's scope for a request: who is calling
+	// (tenant, API key id, token subject), as established by the
+	// request's authentication, never by a value the client chooses
+	// freely, such as a tenant header. Keys of different scopes never meet.
+	// An error answers 401 with a problem document. New refuses options
+	// that set neither Scope nor SingleCaller, or both.
 	Scope func(*http.Request) (string, error)
+	// SingleCaller states that the service has exactly one caller, so that
+	// every request shares one scope (""). Its risk: should a second
+	// caller ever reach the service, two callers that use the same key get
+	// each other's stored responses (their data) instead of an execution.
+	// Set it only where no other caller can exist; give every service
+	// with several callers a Scope.
+	SingleCaller bool
 	// Methods are the guarded methods (default POST and PATCH). Other
 	// methods pass through untouched.
 	Methods []string
@@ -82,17 +103,30 @@ type Options struct {
 }
 
 // New returns middleware guarding a handler with store. It panics if store
-// is nil.
+// is nil, if the options set neither Scope nor SingleCaller or set both,
+// or if a guarded method is longer than dynamostore.MaxMethodBytes.
 func New(store idemkey.Store, optFns ...func(*Options)) func(http.Handler) http.Handler {
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Scope == nil {
+	switch {
+	case o.Scope == nil && !o.SingleCaller:
+		panic("handler: New needs Options.Scope, the caller's identity from the request's authentication " +
+			"(without it, callers that use the same key get each other's responses); " +
+			"set Options.SingleCaller instead only if the service has exactly one caller")
+	case o.Scope != nil && o.SingleCaller:
+		panic("handler: Options.Scope and Options.SingleCaller are both set; set one")
+	case o.SingleCaller:
 		o.Scope = func(*http.Request) (string, error) { return "", nil }
 	}
 	if len(o.Methods) == 0 {
 		o.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	for _, method := range o.Methods {
+		if len(method) > dynamostore.MaxMethodBytes {
+			panic("handler: guarded method " + strconv.Quote(method) + " is longer than dynamostore.MaxMethodBytes")
+		}
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -138,6 +172,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"The request carries more than one Idempotency-Key header."), 0)
 		return
 	}
+	if len(r.URL.Path) > dynamostore.MaxPathBytes {
+		problem.Write(w, problem.New(http.StatusRequestURITooLong, problem.URITooLong, "Request path too long",
+			"The request path is longer than "+strconv.Itoa(dynamostore.MaxPathBytes)+" bytes, the most an idempotency key record stores. Nothing was executed."), 0)
+		return
+	}
 	key, err := ParseKey(values[0])
 	if err != nil {
 		var ke *KeyError
@@ -154,7 +193,8 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	fp := fingerprint.Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Body: body}.Digest()
+	fp := fingerprint.Request{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery,
+		ContentType: strings.Join(r.Header.Values("Content-Type"), ", "), Body: body}.Digest()
 	req := idemkey.Request{Scope: scope, Key: key, Method: r.Method, Path: r.URL.Path, Fingerprint: fp[:]}
 	if m.opts.Lease != nil {
 		req.Lease = m.opts.Lease(r)
@@ -178,7 +218,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeReplay(w, res.Response)
 		return
 	}
-	writeResponse(w, res.Response)
+	sendResponse(w, res.Response, nil)
 }
 
 // LeaseFromDeadline returns a Lease function for Options: a request whose
@@ -265,31 +305,14 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeReplay(w http.ResponseWriter, resp idemkey.Response) {
-	h := w.Header()
-	for name, values := range resp.Header {
-		h[name] = append([]string(nil), values...)
-	}
-	h.Set(ReplayedHeader, "true")
-	if resp.BodyOmitted > 0 {
-		h.Set(BodyOmittedHeader, strconv.Itoa(resp.BodyOmitted))
-		h.Del("Content-Type")
-		h.Del("Content-Encoding")
-	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
-}
-
-func writeResponse(w http.ResponseWriter, resp idemkey.Response) {
-	h := w.Header()
-	for name, values := range resp.Header {
-		h[name] = values
-	}
-	if h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" {
-		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-	}
-	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	sendResponse(w, resp, func(h http.Header) {
+		h.Set(ReplayedHeader, "true")
+		if resp.BodyOmitted > 0 {
+			h.Set(BodyOmittedHeader, strconv.Itoa(resp.BodyOmitted))
+			h.Del("Content-Type")
+			h.Del("Content-Encoding")
+		}
+	})
 }
 
 func (m *middleware) log(r *http.Request, key, outcome string, err error) {

@@ -110,6 +110,7 @@ func (h *harness) do(method, path, key, body string, hdr ...string) reply {
 	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
 	require.NoError(h.t, err)
 	req.Header.Set("X-Tenant", "t1")
+	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set(handler.HeaderName, key)
 	}
@@ -373,6 +374,7 @@ func TestStuckLockIsReclaimedAfterLeaseOverHTTP(t *testing.T) {
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/payments", strings.NewReader(`{}`))
 		req.Header.Set("X-Tenant", "t1")
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set(handler.HeaderName, "k1")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -29,7 +29,8 @@ func (e *KeyError) Is(t error) bool { return t == ErrInvalidKey }
 // RFC 8941 sf-string ("abc", with \" and \\ escapes) and, leniently, a
 // bare token (abc). Surrounding spaces and tabs are ignored. The key is 1 to
 // MaxKeyLength printable ASCII characters (0x20-0x7E; a bare token may not
-// hold spaces, quotes or backslashes). Parameters after an sf-string are
+// hold spaces, quotes, backslashes or commas: a comma outside quotes
+// separates the values of a repeated header, as proxies join them). Parameters after an sf-string are
 // rejected, as is anything else: the error matches ErrInvalidKey.
 func ParseKey(v string) (string, error) {
 	v = strings.Trim(v, " \t")
@@ -76,6 +77,9 @@ func ParseKey(v string) (string, error) {
 	} else {
 		for i := 0; i < len(v); i++ {
 			c := v[i]
+			if c == ',' {
+				return "", &KeyError{Reason: "bare key holds a comma, which separates several Idempotency-Key values (quote a key that holds one as an sf-string)"}
+			}
 			if c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
 				return "", &KeyError{Reason: "bare key holds a space, quote, backslash or non-printable character (quote it as an sf-string)"}
 			}

@@ -21,6 +21,7 @@ func serveDirect(t *testing.T, h http.Handler, key, body string) *httptest.Respo
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(body))
 	req.Header.Set(handler.HeaderName, key)
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec

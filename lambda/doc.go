@@ -20,16 +20,28 @@
 // the handler answers into an in-memory http.ResponseWriter, and the
 // response becomes the event's response type. An http.Handler guarded by
 // package handler therefore answers the same statuses, problem documents
-// and Idempotent-Replayed header behind API Gateway as behind net/http.
+// and Idempotent-Replayed header behind API Gateway as behind net/http; a
+// repeated Idempotency-Key header, which HTTP APIs and Function URLs join
+// with commas, is split again and refused with 400 as net/http refuses it.
 //
 // Middleware is handler.New with Lambda defaults: the idempotency scope
-// comes from the event (EventScope: the API key, the JWT subject, the
-// authorizer's principal or the IAM caller), and each key's lock lease
-// follows the invocation's deadline (handler.LeaseFromDeadline):
+// comes from the event (EventScope: the JWT subject, the authorizer's
+// principal, the Cognito identity or the IAM caller, and the API key only
+// when none of them is there), and each key's lock lease follows the
+// invocation's deadline (handler.LeaseFromDeadline):
 //
 //	idem := idemlambda.Middleware(store)
 //	mux.Handle("POST /payments", idem(createPayment))
 //	lambda.Start(idemlambda.NewAPIGatewayV2(mux))
+//
+// An event that identifies no caller (a route without authorization, a
+// Function URL with AuthType NONE, every load balancer event) gets 401 and
+// runs nothing: there is no scope shared by all callers unless the code
+// says so. A service with exactly one caller sets
+// handler.Options.SingleCaller in MiddlewareOptions.Handler; a service
+// that authenticates its callers itself (behind a load balancer, for one)
+// sets handler.Options.Scope to a rule of its own, which reads the event
+// from the request's context.
 //
 // The event is in the request's context (APIGatewayV1Event,
 // APIGatewayV2Event, ALBEvent, FunctionURLEvent), next to aws-lambda-go's
@@ -40,8 +52,11 @@
 // Idempotent wraps a typed function, func(context.Context, In) (Out, error),
 // with a key chosen from the input: the first invocation runs it and stores
 // its output as JSON, later ones with the same key and input get the stored
-// output without running it. SQSBatch applies it to each record of an SQS
-// batch and reports failed records as partial batch failures.
+// output without running it. Each function has a name of its own, part of
+// what its keys mean, so functions that share a key table never answer
+// each other's inputs; and a scope per caller, unless the function states
+// that it has a single caller. SQSBatch applies it to each record of an
+// SQS batch and reports failed records as partial batch failures.
 //
 // # The lease follows the invocation
 //

@@ -35,6 +35,9 @@ type call struct {
 	// says why); base64 sends it base64-encoded.
 	body   *string
 	base64 bool
+	// contentType, when set, is sent as the Content-Type header, in place
+	// of the sample's.
+	contentType string
 	// multi, when set, adds an X-Multi header with these values in the
 	// event's multi-value form (or joined with ",", as API Gateway v2 and
 	// Function URLs join repeated headers).
@@ -65,23 +68,38 @@ type door struct {
 	// from the sample.
 	scope     string
 	scopeOpts func(*idemlambda.ScopeOptions)
-	invoke    func(t *testing.T, ctx context.Context, h http.Handler, raw []byte, c call, optFns ...func(*idemlambda.Options)) reply
+	// singleCaller: the sample authenticates no caller, so the default
+	// scope rules refuse it (see
+	// TestUnauthenticatedEventGets401NotTheSharedScope); the door's
+	// middleware states that the service has one caller instead, and
+	// scope is "".
+	singleCaller bool
+	invoke       func(t *testing.T, ctx context.Context, h http.Handler, raw []byte, c call, optFns ...func(*idemlambda.Options)) reply
 }
 
 var doors = []door{
-	{name: "rest-v1", sample: "apigw-request.json", scope: "apikey:theApiKeyId", invoke: invokeV1},
-	{name: "http-v2-iam", sample: "apigw-v2-request-iam.json", scope: "iam:arn:aws:iam::1234567890:user/Admin", invoke: invokeV2},
+	// The REST sample's authorizer names its principal, which comes before
+	// its API key.
+	{name: "rest-v1", sample: "apigw-request.json", scope: "authorizer:admin", invoke: invokeV1},
+	// The IAM sample's caller signed with a Cognito identity pool's
+	// credentials: its identity, not the role session, is the scope.
+	{name: "http-v2-iam", sample: "apigw-v2-request-iam.json", scope: sampleCognitoScope, invoke: invokeV2},
 	// The sample JWT has no "sub" claim (see TestAuthenticatedEventWithoutCallerIdentityGets401).
 	{name: "http-v2-jwt", sample: "apigw-v2-request-jwt-authorizer.json", scope: "jwt:value1", invoke: invokeV2,
 		scopeOpts: func(o *idemlambda.ScopeOptions) { o.JWTClaim = "claim1" }},
 	// The sample authorizer context has neither principalId nor sub.
 	{name: "http-v2-lambda-authorizer", sample: "apigw-v2-request-lambda-authorizer.json", scope: "authorizer:value", invoke: invokeV2,
 		scopeOpts: func(o *idemlambda.ScopeOptions) { o.AuthorizerKeys = []string{"key"} }},
-	{name: "http-v2-no-authorizer", sample: "apigw-v2-request-no-authorizer.json", scope: "", invoke: invokeV2},
-	{name: "alb-single", sample: "alb-lambda-target-request-headers-only.json", scope: "", invoke: invokeALB},
-	{name: "alb-multi", sample: "alb-lambda-target-request-multivalue-headers.json", scope: "", invoke: invokeALB},
+	{name: "http-v2-no-authorizer", sample: "apigw-v2-request-no-authorizer.json", singleCaller: true, invoke: invokeV2},
+	{name: "alb-single", sample: "alb-lambda-target-request-headers-only.json", singleCaller: true, invoke: invokeALB},
+	{name: "alb-multi", sample: "alb-lambda-target-request-multivalue-headers.json", singleCaller: true, invoke: invokeALB},
 	{name: "function-url", sample: "lambda-urls-request.json", scope: "iam:arn:aws:iam::111122223333:user/example-user", invoke: invokeURL},
 }
+
+// sampleCognitoScope is the scope of the Cognito identity in
+// apigw-v2-request-iam.json: the pool id's length, the pool id, the
+// identity id.
+const sampleCognitoScope = "cognito:46:us-east-1:4f291106-8703-466b-8f2b-3ecee1ca56ce:us-east-1:3f291106-8703-466b-8f2b-3ecee1ca56ce"
 
 func setHeader(m *map[string]string, name, value string) {
 	if *m == nil {
@@ -127,6 +145,10 @@ func invokeV1(t *testing.T, ctx context.Context, h http.Handler, raw []byte, c c
 		setHeader(&ev.Headers, c.headerName(), c.key)
 		setMultiHeader(&ev.MultiValueHeaders, c.headerName(), c.key)
 	}
+	if c.contentType != "" {
+		setHeader(&ev.Headers, "Content-Type", c.contentType)
+		setMultiHeader(&ev.MultiValueHeaders, "Content-Type", c.contentType)
+	}
 	if c.multi != nil {
 		// API Gateway puts the last value in headers, all in multiValueHeaders.
 		setHeader(&ev.Headers, "X-Multi", c.multi[len(c.multi)-1])
@@ -145,6 +167,9 @@ func invokeV1(t *testing.T, ctx context.Context, h http.Handler, raw []byte, c c
 func addToV2(c call, headers *map[string]string, body *string, b64 *bool) {
 	if c.key != "" {
 		setHeader(headers, c.headerName(), c.key)
+	}
+	if c.contentType != "" {
+		setHeader(headers, "content-type", c.contentType)
 	}
 	if c.multi != nil {
 		setHeader(headers, "x-multi", strings.Join(c.multi, ","))
@@ -172,6 +197,13 @@ func invokeALB(t *testing.T, ctx context.Context, h http.Handler, raw []byte, c 
 			setMultiHeader(&ev.MultiValueHeaders, c.headerName(), c.key)
 		} else {
 			setHeader(&ev.Headers, c.headerName(), c.key)
+		}
+	}
+	if c.contentType != "" {
+		if multi {
+			setMultiHeader(&ev.MultiValueHeaders, "content-type", c.contentType)
+		} else {
+			setHeader(&ev.Headers, "content-type", c.contentType)
 		}
 	}
 	if c.multi != nil {

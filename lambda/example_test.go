@@ -2,10 +2,12 @@ package lambda_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -92,6 +94,41 @@ func ExampleMiddleware() {
 	// executions: 1
 }
 
+// A route without authorization identifies no caller, so EventScope
+// answers 401. A service that truly has one caller (here, an internal job
+// calling through an HTTP API route without authorizer) states it in code;
+// every request then shares one scope.
+func ExampleMiddleware_singleCaller() {
+	ctx := context.Background()
+	store, done := keyTable(ctx)
+	defer done()
+
+	create := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, "created")
+	})
+	event := events.APIGatewayV2HTTPRequest{
+		RawPath: "/jobs",
+		Headers: map[string]string{"idempotency-key": "nightly-2024-06-01"},
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "POST"},
+		},
+	}
+	for _, singleCaller := range []bool{false, true} {
+		idem := idemlambda.Middleware(store, func(o *idemlambda.MiddlewareOptions) {
+			o.Handler.SingleCaller = singleCaller // only where no other caller can exist
+		})
+		resp, err := idemlambda.NewAPIGatewayV2(idem(create))(ctx, event)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println("single caller:", singleCaller, resp.StatusCode)
+	}
+	// Output:
+	// single caller: false 401
+	// single caller: true 201
+}
+
 func ExampleIdempotent() {
 	ctx := context.Background()
 	store, done := keyTable(ctx)
@@ -111,9 +148,23 @@ func ExampleIdempotent() {
 		return Receipt{Charged: o.Amount, Run: runs}, nil
 	}
 	handle := idemlambda.Idempotent(store, charge, func(o *idemlambda.FuncOptions[Order]) {
+		o.Name = "charge" // the function's identity: a "refund" keyed by the same order id is another key
 		o.Key = func(in Order) (string, error) { return in.ID, nil }
+		// The caller, as Lambda authenticated it: the Cognito identity of
+		// a direct invoke from a mobile or web client.
+		o.Scope = func(ctx context.Context, _ Order) (string, error) {
+			lc, ok := lambdacontext.FromContext(ctx)
+			if !ok || lc.Identity.CognitoIdentityID == "" {
+				return "", errors.New("unauthenticated invoke")
+			}
+			return lc.Identity.CognitoIdentityID, nil
+		}
 	}) // in main: lambda.Start(handle)
 
+	// What aws-lambda-go puts in the context of alice's invocations.
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		Identity: lambdacontext.CognitoIdentity{CognitoIdentityID: "us-east-1:alice"},
+	})
 	for range 2 {
 		r, err := handle(ctx, Order{ID: "o-1", Amount: 1250})
 		fmt.Printf("%+v %v\n", r, err)

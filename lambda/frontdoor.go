@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/idemkey/idemkey/internal/httpcapture"
 )
 
 // Options configure a front door. The zero value of each field selects
@@ -38,17 +40,20 @@ func newFrontDoor(h http.Handler, optFns []func(*Options)) *frontDoor {
 	return f
 }
 
-// serve runs the handler on the request of e. A panic of the handler is
-// not recovered: it reaches aws-lambda-go, which reports it as a function
-// error, as net/http's server aborts the response of a panicking handler.
+// serve runs the handler on the request of e, into an in-memory
+// http.ResponseWriter that records what net/http's server would send. A
+// panic of the handler is not recovered: it reaches aws-lambda-go, which
+// reports it as a function error, as net/http's server aborts the
+// response of a panicking handler (and as it panics on WriteHeader with a
+// code outside 100-999).
 func (f *frontDoor) serve(ctx context.Context, e *httpEvent) (httpResponse, error) {
 	r, err := newRequest(ctx, e)
 	if err != nil {
 		return httpResponse{}, err
 	}
-	w := newRecorder()
+	w := httpcapture.New()
 	f.h.ServeHTTP(w, r)
-	return w.finish(r, f.opts.IsBinary), nil
+	return responseOf(w.Result(), r, f.opts.IsBinary), nil
 }
 
 // eventKey is the context key of an event of type E.
@@ -104,8 +109,26 @@ func FunctionURLEvent(ctx context.Context) (*events.LambdaFunctionURLRequest, bo
 // (r.PathValue). The event is in the request's context
 // (APIGatewayV1Event), as is aws-lambda-go's lambdacontext.
 //
-// The response: every header in multiValueHeaders (so several Set-Cookie
-// survive), the body base64-encoded when Options.IsBinary says so.
+// The response is what net/http's server would send for h, the same
+// whether h is guarded by package handler or not and for a first answer
+// as for a replay: the first status written (200 when none is;
+// informational ones are dropped); the header map as it was when the
+// header was written (WriteHeader, or the first Write or Flush; later
+// changes are not sent); the Content-Type net/http sniffs from the body
+// when h set none, and none when h set Header()["Content-Type"] to nil;
+// the body, refused as net/http refuses it (http.ErrBodyNotAllowed on 204
+// and 304, http.ErrContentLength past a declared Content-Length), and
+// dropped for HEAD. Lambda responses have no trailers: the trailers h
+// sends (declared with the Trailer header or named with
+// http.TrailerPrefix) are dropped, and so is the Trailer header. They are
+// not folded into the headers: net/http sends them after the body, as
+// values the header does not carry, and a header of the same name may
+// already have been sent with another value. Package handler stores them
+// all the same: a replay of the key through net/http sends them as
+// trailers.
+//
+// Every header is in multiValueHeaders (so several Set-Cookie survive),
+// the body base64-encoded when Options.IsBinary says so.
 //
 // The returned function fails only for an event no AWS service sends
 // (ErrInvalidEvent); the handler's own statuses, 5xx included, are
@@ -143,15 +166,19 @@ func NewAPIGatewayV1(h http.Handler, optFns ...func(*Options)) func(context.Cont
 // The request: method requestContext.http.method; URL rawPath (else
 // requestContext.http.path) and rawQueryString as sent; headers from
 // headers (API Gateway joins repeated headers with commas), names
-// canonicalised; the cookies field as one Cookie header; Host from the
+// canonicalised, the Idempotency-Key header split again at each comma
+// outside a quoted string, so that a repeated key header is refused with
+// 400 as net/http's server presents it to package handler; the cookies field as one Cookie header; Host from the
 // Host header, else requestContext.domainName; RemoteAddr
 // requestContext.http.sourceIp; the body base64-decoded when
 // isBase64Encoded; each path parameter as a path value. The event is in
 // the request's context (APIGatewayV2Event).
 //
-// The response: Set-Cookie values in the cookies field, every other header
-// in headers with its values joined by ",", the body base64-encoded when
-// Options.IsBinary says so. Errors as for NewAPIGatewayV1.
+// The response is what net/http's server would send for h, trailers
+// dropped, as for NewAPIGatewayV1: Set-Cookie values in the cookies
+// field, every other header in headers with its values joined by ",", the
+// body base64-encoded when Options.IsBinary says so. Errors as for
+// NewAPIGatewayV1.
 func NewAPIGatewayV2(h http.Handler, optFns ...func(*Options)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	f := newFrontDoor(h, optFns)
 	return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -170,7 +197,7 @@ func (f *frontDoor) serveV2(ctx context.Context, e *events.APIGatewayV2HTTPReque
 		method:     e.RequestContext.HTTP.Method,
 		path:       path,
 		rawQuery:   e.RawQueryString,
-		header:     headerOf(nil, e.Headers),
+		header:     unjoinKeyHeader(headerOf(nil, e.Headers)),
 		cookies:    e.Cookies,
 		host:       e.RequestContext.DomainName,
 		remoteAddr: e.RequestContext.HTTP.SourceIP,
@@ -198,6 +225,10 @@ func (f *frontDoor) serveV2(ctx context.Context, e *events.APIGatewayV2HTTPReque
 // A target group sends either headers or multiValueHeaders, as its
 // lambda.multi_value_headers.enabled attribute says, and reads the same
 // field of the response; the response is written in the request's mode.
+// In single-value mode the load balancer passes only the last value of a
+// repeated request header, so a request that repeats Idempotency-Key is
+// seen with its last key; enable multi-value headers to have it refused
+// with 400, as on every other front door.
 // In single-value mode, the values of a header are joined by ",", except
 // Set-Cookie, of which only the first value can be sent: enable
 // multi-value headers to set several cookies.
@@ -206,8 +237,9 @@ func (f *frontDoor) serveV2(ctx context.Context, e *events.APIGatewayV2HTTPReque
 // load balancer passes them, not decoded (it does not decode them), names
 // sorted; headers names canonicalised; Host from the Host header; the body
 // base64-decoded when isBase64Encoded. The event is in the request's
-// context (ALBEvent). The response carries statusDescription ("201
-// Created"). Errors as for NewAPIGatewayV1.
+// context (ALBEvent). The response is what net/http's server would send
+// for h, trailers dropped, as for NewAPIGatewayV1, and carries
+// statusDescription ("201 Created"). Errors as for NewAPIGatewayV1.
 func NewALB(h http.Handler, optFns ...func(*Options)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 	f := newFrontDoor(h, optFns)
 	return func(ctx context.Context, e events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
@@ -247,7 +279,8 @@ func NewALB(h http.Handler, optFns ...func(*Options)) func(context.Context, even
 // is nil.
 //
 // Request and response are converted as for NewAPIGatewayV2 (a Function
-// URL event has the same shape, without path parameters). The event is in
+// URL event has the same shape, without path parameters, and joins
+// repeated headers with commas too). The event is in
 // the request's context (FunctionURLEvent). Errors as for
 // NewAPIGatewayV1.
 func NewFunctionURL(h http.Handler, optFns ...func(*Options)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {

@@ -28,6 +28,7 @@ func guarded(e *env, p *payments, d door, optFns ...func(*idemlambda.MiddlewareO
 		if d.scopeOpts != nil {
 			d.scopeOpts(&o.Scope)
 		}
+		o.Handler.SingleCaller = d.singleCaller
 	}
 	return idemlambda.Middleware(e.store, append([]func(*idemlambda.MiddlewareOptions){base}, optFns...)...)(p)
 }
@@ -148,12 +149,12 @@ func TestEachFrontDoorFindsTheKeyHeaderWhateverItsCase(t *testing.T) {
 func TestEachFrontDoorDecodesBase64BodiesBeforeFingerprinting(t *testing.T) {
 	eachDoor(t, func(t *testing.T, r *doorRun) {
 		key := r.name + "-b64"
-		// The test's own JSON body, sent base64-encoded and then plain
-		// with other spacing: one request.
-		first := r.send(t, call{key: key, body: text(`{"amount":1250,"currency":"EUR"}`), base64: true})
+		// The test's own JSON body, with its media type, sent
+		// base64-encoded and then plain with other spacing: one request.
+		first := r.send(t, call{key: key, body: text(`{"amount":1250,"currency":"EUR"}`), base64: true, contentType: "application/json"})
 		require.Equal(t, http.StatusCreated, first.status, first.body)
 		assert.Equal(t, `{"amount":1250,"currency":"EUR"}`, decodeSeen(t, first).Body)
-		again := r.send(t, call{key: key, body: text(`{ "currency": "EUR", "amount": 1250 }`)})
+		again := r.send(t, call{key: key, body: text(`{ "currency": "EUR", "amount": 1250 }`), contentType: "application/json"})
 		assert.Equal(t, "true", again.header.Get(handler.ReplayedHeader))
 		assert.Equal(t, int64(1), r.p.executed.Load())
 	})
@@ -238,6 +239,28 @@ func TestAuthenticatedEventWithoutCallerIdentityGets401(t *testing.T) {
 			assert.Equal(t, int64(0), p.executed.Load())
 		})
 	}
+}
+
+// A service with one caller states it (handler.Options.SingleCaller) in
+// place of a scope rule: every request shares one scope, whatever the
+// event says of its caller, and a scope alongside the statement is
+// refused at construction.
+func TestMiddlewareOfASingleCallerServiceSharesOneScope(t *testing.T) {
+	e := newEnv(t)
+	d := doorNamed(t, "http-v2-iam")
+	p := newPayments(e)
+	h := guarded(e, p, d, func(o *idemlambda.MiddlewareOptions) { o.Handler.SingleCaller = true })
+	first := d.invoke(t, context.Background(), h, sample(t, d.sample), call{key: "single-caller"})
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	_, err := e.store.Get(context.Background(), "", "single-caller")
+	assert.NoError(t, err, "the record is in the one scope, not the IAM caller's")
+
+	assert.Panics(t, func() {
+		idemlambda.Middleware(e.store, func(o *idemlambda.MiddlewareOptions) {
+			o.Handler.SingleCaller = true
+			o.Handler.Scope = idemlambda.Scope
+		})
+	})
 }
 
 // TestMiddlewareLeaseFollowsTheInvocationDeadline holds a request in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/idemkey/idemkey"
@@ -15,6 +16,9 @@ import (
 // InvokeMethod is the method recorded with the key records of Idempotent;
 // the record's path is FuncOptions.Name.
 const InvokeMethod = "INVOKE"
+
+// MaxNameBytes bounds FuncOptions.Name, in bytes.
+const MaxNameBytes = 255
 
 var (
 	// ErrNoKey: FuncOptions.Key returned an error or an empty key. Nothing
@@ -30,19 +34,41 @@ var (
 	ErrOutputUndecodable = errors.New("lambda: the stored output does not decode")
 )
 
-// FuncOptions configure Idempotent for input type In. Key is required; the
-// zero value of every other field selects its default.
+// FuncOptions configure Idempotent for input type In. Name and Key are
+// required, and so is Scope unless SingleCaller is set; the zero value of
+// every other field selects its default.
 type FuncOptions[In any] struct {
+	// Name is the function's identity, part of what each of its keys
+	// means: functions with distinct names never meet, even with the same
+	// key and scope in one table (a "refund" and a "charge" keyed by one
+	// order id both run, each replaying its own output). It is recorded as
+	// the key record's path, for operators. Required, 1 to MaxNameBytes
+	// bytes; there is no default, because one derived from Go names would
+	// change with a refactoring and silently forget every stored key.
+	// Renaming a function does forget them: a retry that arrives after the
+	// rename runs again.
+	Name string
 	// Key returns the idempotency key of an input: the same for every
 	// delivery of one logical operation (an order id, an SQS message id, an
 	// EventBridge event id), at most 512 bytes. Required.
 	Key func(In) (string, error)
-	// Scope returns the scope of an input: keys of different scopes never
-	// meet. It gets the invocation's context, where lambdacontext holds the
-	// caller's Cognito identity of a direct invoke. Default: "" for every
-	// input, one scope; give functions that share a key table distinct
-	// scopes (or keys), or their records meet.
+	// Scope returns the scope of an input: the caller (a tenant, an
+	// account), whose keys never meet another caller's. It gets the
+	// invocation's context, where lambdacontext holds the caller's Cognito
+	// identity of a direct invoke. Required unless SingleCaller is set.
+	// Take it from how the caller was authenticated, never from a field
+	// the caller chooses freely.
 	Scope func(context.Context, In) (string, error)
+	// SingleCaller states that every input comes from one caller, so that
+	// all keys of the function share one scope (FunctionScope(Name, ""),
+	// not another function's). It is the only way to
+	// go without Scope, and it is a risk to take knowingly: when two
+	// callers do send inputs, one caller's key replays the output stored
+	// for the other's input with the same key (or fails with
+	// idemkey.ErrMismatch), which leaks that output across callers. Safe
+	// when keys are unique across callers by construction (an SQS message
+	// id, an EventBridge event id). Set Scope or SingleCaller, not both.
+	SingleCaller bool
 	// Fingerprint returns the bytes the input is compared by: a retry with
 	// the same key must have the same fingerprint, or it fails with
 	// idemkey.ErrMismatch. JSON is compared in canonical form (member
@@ -51,9 +77,6 @@ type FuncOptions[In any] struct {
 	// fields here when parts of the input change between deliveries of one
 	// operation (a receipt handle, a receive count).
 	Fingerprint func(In) ([]byte, error)
-	// Name is recorded as the key record's path, for operators (default:
-	// the input's Go type, such as "events.SQSMessage").
-	Name string
 	// LeaseMargin is added to the invocation's remaining time to make the
 	// claim's lease (default DefaultLeaseMargin). Without a deadline in
 	// the context, the claim takes the store's lease.
@@ -67,7 +90,9 @@ type FuncOptions[In any] struct {
 
 // Idempotent returns fn guarded by idempotency keys in store. For each
 // input it takes the key (Key), the scope (Scope) and the fingerprint
-// (Fingerprint), then runs the idemkey protocol:
+// (Fingerprint), then runs the idemkey protocol on the key in the scope
+// FunctionScope(Name, scope), so that functions sharing a table never
+// answer each other's inputs:
 //
 //   - the first invocation with a key runs fn, with a *txn.Tx in its
 //     context (txn.FromContext) on which fn stages its DynamoDB writes;
@@ -90,8 +115,9 @@ type FuncOptions[In any] struct {
 // does not run), ErrOutputOmitted, ErrOutputUndecodable, and the errors of
 // idemkey.Guard.Do.
 //
-// Idempotent panics if store, fn or Key is nil: configuration errors,
-// caught at start.
+// Idempotent panics if store, fn or Key is nil, if Name is empty or longer
+// than MaxNameBytes, or if the options set neither Scope nor SingleCaller
+// or set both: configuration errors, caught at start.
 func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (Out, error), optFns ...func(*FuncOptions[In])) func(context.Context, In) (Out, error) {
 	if store == nil || fn == nil {
 		panic("lambda: Idempotent needs a store and a function")
@@ -100,18 +126,22 @@ func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (
 	for _, f := range optFns {
 		f(&o)
 	}
-	if o.Key == nil {
+	switch {
+	case o.Key == nil:
 		panic("lambda: Idempotent needs FuncOptions.Key")
-	}
-	if o.Scope == nil {
+	case o.Name == "":
+		panic("lambda: Idempotent needs FuncOptions.Name, the function's identity")
+	case len(o.Name) > MaxNameBytes:
+		panic(fmt.Sprintf("lambda: FuncOptions.Name is longer than %d bytes", MaxNameBytes))
+	case o.Scope == nil && !o.SingleCaller:
+		panic("lambda: Idempotent needs FuncOptions.Scope, or FuncOptions.SingleCaller for a function with one caller")
+	case o.Scope != nil && o.SingleCaller:
+		panic("lambda: FuncOptions sets both Scope and SingleCaller")
+	case o.Scope == nil:
 		o.Scope = func(context.Context, In) (string, error) { return "", nil }
 	}
 	if o.Fingerprint == nil {
 		o.Fingerprint = func(in In) ([]byte, error) { return json.Marshal(in) }
-	}
-	if o.Name == "" {
-		var in In
-		o.Name = fmt.Sprintf("%T", in)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -170,9 +200,22 @@ func (o *FuncOptions[In]) request(ctx context.Context, in In) (idemkey.Request, 
 	if err != nil {
 		return idemkey.Request{}, fmt.Errorf("lambda: fingerprint of the input: %w", err)
 	}
-	fp := fingerprint.Request{Body: b}.Digest()
+	// Compared as JSON: canonical when the bytes are JSON, as they are
+	// otherwise.
+	fp := fingerprint.Request{ContentType: "application/json", Body: b}.Digest()
 	return idemkey.Request{
-		Scope: scope, Key: key, Method: InvokeMethod, Path: o.Name,
+		Scope: FunctionScope(o.Name, scope), Key: key, Method: InvokeMethod, Path: o.Name,
 		Fingerprint: fp[:], Lease: invocationLease(ctx, o.LeaseMargin, o.Now),
 	}, nil
+}
+
+// FunctionScope returns the scope in which Idempotent keeps the keys of
+// the function named name for inputs of the given scope: "fn:", the
+// length of name in decimal, ":", name, then scope. The length prefix
+// keeps the pair unambiguous, so no other name and scope give the same
+// string, and the "fn:" prefix keeps it apart from the scopes of
+// EventScope. Use it to find a function's record with a store's Get or an
+// operator's tool.
+func FunctionScope(name, scope string) string {
+	return "fn:" + strconv.Itoa(len(name)) + ":" + name + scope
 }

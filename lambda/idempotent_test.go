@@ -62,9 +62,19 @@ func (o *orders) handle(ctx context.Context, in order) (receipt, error) {
 	return receipt{OrderID: in.ID, Amount: in.Amount, Execution: n}, nil
 }
 
-// byID keys orders by id and fingerprints them without the attempt.
+// ordersName is the name byID gives the function.
+const ordersName = "orders"
+
+// ordersScope is the scope of byID's records: the function's, for its one
+// caller.
+var ordersScope = idemlambda.FunctionScope(ordersName, "")
+
+// byID names the function "orders", with one caller; it keys orders by id
+// and fingerprints them without the attempt.
 func byID(e *env) func(*idemlambda.FuncOptions[order]) {
 	return func(o *idemlambda.FuncOptions[order]) {
+		o.Name = ordersName
+		o.SingleCaller = true
 		o.Key = func(in order) (string, error) { return in.ID, nil }
 		o.Fingerprint = func(in order) ([]byte, error) {
 			return []byte(fmt.Sprintf(`{"id":%q,"amount":%d}`, in.ID, in.Amount)), nil
@@ -89,10 +99,10 @@ func TestIdempotentRunsOnceThenReplaysTheTypedOutput(t *testing.T) {
 	assert.Equal(t, int64(1), o.executed.Load())
 	assert.Equal(t, 1, e.effectsFor("o-1"))
 
-	rec, err := e.store.Get(ctx, "", "o-1")
+	rec, err := e.store.Get(ctx, ordersScope, "o-1")
 	require.NoError(t, err)
 	assert.Equal(t, idemlambda.InvokeMethod, rec.Method)
-	assert.Equal(t, "lambda_test.order", rec.Path, "the default name is the input's type")
+	assert.Equal(t, ordersName, rec.Path, "the record's path is the function's name")
 	assert.JSONEq(t, `{"order_id":"o-1","amount":1250,"execution":1}`, string(rec.Response.Body))
 }
 
@@ -103,6 +113,7 @@ func TestIdempotentDefaultFingerprintIsTheCanonicalJSONOfTheInput(t *testing.T) 
 		o.executed.Add(1)
 		return "done", nil
 	}, func(f *idemlambda.FuncOptions[map[string]any]) {
+		f.Name, f.SingleCaller = "maps", true
 		f.Key = func(in map[string]any) (string, error) { return fmt.Sprint(in["id"]), nil }
 	})
 	ctx := context.Background()
@@ -156,7 +167,7 @@ func TestIdempotentFunctionErrorReleasesTheKey(t *testing.T) {
 
 	_, err := fn(ctx, order{ID: "o-4", Amount: -1})
 	assert.Same(t, errRefused, err, "the function's error is returned as is")
-	_, err = e.store.Get(ctx, "", "o-4")
+	_, err = e.store.Get(ctx, ordersScope, "o-4")
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound, "the key is released")
 	assert.Equal(t, 0, e.effectsFor("o-4"), "nothing staged is written")
 
@@ -169,7 +180,7 @@ func TestIdempotentPanicReleasesTheKeyAndIsReraised(t *testing.T) {
 	e := newEnv(t)
 	fn := idemlambda.Idempotent(e.store, func(context.Context, order) (receipt, error) { panic("boom") }, byID(e))
 	assert.PanicsWithValue(t, "boom", func() { _, _ = fn(context.Background(), order{ID: "o-5"}) })
-	_, err := e.store.Get(context.Background(), "", "o-5")
+	_, err := e.store.Get(context.Background(), ordersScope, "o-5")
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
 }
 
@@ -201,7 +212,7 @@ func TestIdempotentLeaseFollowsTheDeadline(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { _, err := fn(ctx, order{ID: id, Attempt: -1}); done <- err }()
 			await(t, o.entered, done)
-			rec, err := e.store.Get(context.Background(), "", id)
+			rec, err := e.store.Get(context.Background(), ordersScope, id)
 			require.NoError(t, err)
 			want := e.clock.Now().Add(tc.want)
 			assert.True(t, want.Equal(rec.LockExpires), "lock expires %v, want %v", rec.LockExpires, want)
@@ -278,6 +289,7 @@ func TestIdempotentScopesSeparateKeys(t *testing.T) {
 	e := newEnv(t)
 	o := newOrders(e)
 	fn := idemlambda.Idempotent(e.store, o.handle, byID(e), func(f *idemlambda.FuncOptions[order]) {
+		f.SingleCaller = false // callers told apart by the scope below
 		f.Scope = func(_ context.Context, in order) (string, error) { return fmt.Sprint("tenant-", in.Attempt), nil }
 	})
 	ctx := context.Background()
@@ -286,7 +298,7 @@ func TestIdempotentScopesSeparateKeys(t *testing.T) {
 	b, err := fn(ctx, order{ID: "o-8", Amount: 1, Attempt: 2})
 	require.NoError(t, err)
 	assert.NotEqual(t, a.Execution, b.Execution)
-	_, err = e.store.Get(ctx, "tenant-2", "o-8")
+	_, err = e.store.Get(ctx, idemlambda.FunctionScope(ordersName, "tenant-2"), "o-8")
 	assert.NoError(t, err)
 }
 
@@ -296,6 +308,9 @@ func TestIdempotentRefusesIncompleteConfiguration(t *testing.T) {
 	assert.Panics(t, func() { idemlambda.Idempotent[order, receipt](e.store, o.handle) }, "no Key")
 	assert.Panics(t, func() { idemlambda.Idempotent(nil, o.handle, byID(e)) })
 	assert.Panics(t, func() { idemlambda.Idempotent[order, receipt](e.store, nil, byID(e)) })
+	assert.PanicsWithValue(t, "lambda: FuncOptions sets both Scope and SingleCaller", func() {
+		idemlambda.Idempotent(e.store, o.handle, byID(e), func(f *idemlambda.FuncOptions[order]) { f.Scope = shop })
+	}, "a scope and the single-caller statement contradict each other")
 }
 
 func TestIdempotentOutputTooLargeToStoreIsNotRunAgain(t *testing.T) {

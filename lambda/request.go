@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/idemkey/idemkey/handler"
 )
 
 // ErrInvalidEvent reports an event that no AWS service sends: a method
@@ -141,6 +143,42 @@ func headerOf(multi map[string][]string, single map[string]string) http.Header {
 		}
 	}
 	return h
+}
+
+// unjoinKeyHeader splits the Idempotency-Key values of h, as an event
+// that joins repeated headers with commas carries them, back into one
+// value per header line, and returns h. A comma inside a quoted string
+// (an RFC 8941 sf-string) is part of the key; any other comma separates
+// two values, since no key that package handler accepts holds one.
+func unjoinKeyHeader(h http.Header) http.Header {
+	name := http.CanonicalHeaderKey(handler.HeaderName)
+	var values []string
+	for _, v := range h[name] {
+		values = append(values, splitList(v)...)
+	}
+	if values != nil {
+		h[name] = values
+	}
+	return h
+}
+
+// splitList splits v at each comma outside a quoted string, in which a
+// backslash escapes the next character.
+func splitList(v string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ',':
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, v[start:])
 }
 
 // decodedQuery encodes query parameters that the event holds decoded (API

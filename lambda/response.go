@@ -1,43 +1,16 @@
 package lambda
 
 import (
-	"bytes"
 	"encoding/base64"
 	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemkey/idemkey/internal/httpcapture"
 )
 
-// recorder is the in-memory http.ResponseWriter a front door serves the
-// handler with. Like net/http's server, it takes the first status written
-// (200 when none is), ignores informational (1xx) ones and sniffs a
-// missing Content-Type from the body. Flush is accepted and does nothing:
-// the response leaves when the handler returns.
-type recorder struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-}
-
-func newRecorder() *recorder { return &recorder{header: http.Header{}} }
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 && code <= 999 {
-		w.status = code
-	}
-}
-
-func (w *recorder) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.buf.Write(p)
-}
-
-func (w *recorder) Flush() {}
-
-// httpResponse is a recorded response, ready to convert.
+// httpResponse is a handler's response, ready to convert.
 type httpResponse struct {
 	status int
 	header http.Header
@@ -45,22 +18,24 @@ type httpResponse struct {
 	base64 bool
 }
 
-// finish returns the recorded response to r. The body of a HEAD request
-// is dropped, as net/http's server drops it.
-func (w *recorder) finish(r *http.Request, isBinary func(http.Header, []byte) bool) httpResponse {
-	status := w.status
-	if status == 0 {
-		status = http.StatusOK
+// responseOf translates what net/http's server would have sent for r, res,
+// to a Lambda response, which has no trailers: the trailers are dropped
+// with the Trailer header that declares them, as is every header without
+// a value (a Content-Type set to nil). The body of a HEAD request is
+// dropped, as net/http's server drops it.
+func responseOf(res httpcapture.Response, r *http.Request, isBinary func(http.Header, []byte) bool) httpResponse {
+	header := make(http.Header, len(res.Header))
+	for name, values := range res.Header {
+		if name != "Trailer" && len(values) > 0 {
+			header[name] = values
+		}
 	}
-	body := w.buf.Bytes()
+	body := res.Body
 	if r.Method == http.MethodHead {
 		body = nil
 	}
-	if _, set := w.header["Content-Type"]; !set && len(body) > 0 {
-		w.header.Set("Content-Type", http.DetectContentType(body))
-	}
-	resp := httpResponse{status: status, header: w.header}
-	if isBinary(w.header, body) {
+	resp := httpResponse{status: res.Status, header: header}
+	if isBinary(header, body) {
 		resp.body, resp.base64 = base64.StdEncoding.EncodeToString(body), true
 	} else {
 		resp.body = string(body)

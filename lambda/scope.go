@@ -11,10 +11,16 @@ import (
 )
 
 var (
-	// ErrNoScope: the event was authenticated (it carries an authorizer
-	// section) but holds no caller identity the scope rule knows. Package
-	// handler answers it with 401: sharing one scope among callers an
-	// authorizer tells apart would let one caller's key meet another's.
+	// ErrNoScope: the event names no caller identity the scope rules know.
+	// Either nothing authenticated the caller (a route without
+	// authorization, a Function URL with AuthType NONE, any load
+	// balancer), or an authorizer did but the event holds no identity the
+	// rules read. Package handler answers it with 401 and runs nothing:
+	// one scope shared by callers would let one caller's key meet
+	// another's, and one caller's stored response replay to another. A
+	// service that truly has one caller says so with
+	// handler.Options.SingleCaller; one that authenticates its callers
+	// itself gives handler.Options.Scope a rule of its own.
 	ErrNoScope = errors.New("lambda: no caller identity in the event")
 	// ErrNoEvent: the request did not come through a front door of this
 	// package, so there is no event to take the scope from.
@@ -40,26 +46,63 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 // EventScope returns a handler.Options.Scope function that takes the
 // idempotency scope from the event in the request's context. The scope is
 // the caller's identity, prefixed with its kind so that identities of
-// different kinds never meet:
+// different kinds never meet. Whoever authenticated the caller comes
+// first; an API key counts only when nothing else identifies the caller;
+// an event that identifies no caller gets ErrNoScope, never a scope
+// shared by all callers:
 //
-//	REST API (v1)     "apikey:" + requestContext.identity.apiKeyId, when set;
-//	                  else, when requestContext.authorizer is not empty,
-//	                  "jwt:" + authorizer.claims[JWTClaim] (Cognito) or
-//	                  "authorizer:" + the first AuthorizerKeys value (Lambda
-//	                  authorizer), else ErrNoScope;
-//	                  else "iam:" + identity.userArn (IAM authorization);
-//	                  else "" (no authorization: one shared scope).
-//	HTTP API (v2)     JWT authorizer: "jwt:" + claims[JWTClaim], else ErrNoScope;
+//	REST API (v1)     when requestContext.authorizer is not empty:
+//	                  "jwt:" + authorizer.claims[JWTClaim] (Cognito user
+//	                  pool) or "authorizer:" + the first AuthorizerKeys
+//	                  value (Lambda authorizer), else ErrNoScope;
+//	                  else the IAM caller (IAM authorization) of
+//	                  identity: cognitoIdentityPoolId, cognitoIdentityId,
+//	                  userArn, caller, as below;
+//	                  else "apikey:" + identity.apiKeyId, when set;
+//	                  else ErrNoScope (no authorization).
+//	HTTP API (v2)     JWT authorizer: "jwt:" + claims[JWTClaim];
 //	                  Lambda authorizer: "authorizer:" + the first
-//	                  AuthorizerKeys value of its context, else ErrNoScope;
-//	                  IAM: "iam:" + userArn (else callerId), else ErrNoScope;
-//	                  none: "".
-//	Function URL      IAM (AuthType AWS_IAM): "iam:" + userArn (else
-//	                  callerId), else ErrNoScope; none: "".
-//	ALB               "": a load balancer authenticates no caller. Set
-//	                  handler.Options.Scope to a function of your own (it
-//	                  can read the event with ALBEvent) unless the service
-//	                  has a single caller.
+//	                  AuthorizerKeys value of its context;
+//	                  IAM: the IAM caller of authorizer.iam:
+//	                  cognitoIdentity.identityPoolId and .identityId,
+//	                  userArn, callerId, as below;
+//	                  no authorizer section, an authorizer section
+//	                  without any of them, or without that identity:
+//	                  ErrNoScope.
+//	Function URL      IAM (AuthType AWS_IAM): the IAM caller of
+//	                  authorizer.iam: userArn, callerId, as below;
+//	                  no authorizer section (AuthType NONE), or one
+//	                  without IAM: ErrNoScope.
+//	ALB               ErrNoScope: a load balancer authenticates no
+//	                  caller. Set handler.Options.Scope to a function of
+//	                  your own (it can read the event with ALBEvent: behind
+//	                  a listener that authenticates users, the user of the
+//	                  x-amzn-oidc-data header, once its signature is
+//	                  verified).
+//
+// The IAM caller is, in this order: a Cognito identity pool's identity,
+// "cognito:" + the length of the pool id in decimal + ":" + the pool id +
+// ":" + the identity id (the length keeps the pair unambiguous), since
+// every identity of a pool signs with one role session
+// (assumed-role/<role>/CognitoIdentityCredentials); else, when the user
+// ARN or caller id is such a Cognito role session, ErrNoScope (a Function
+// URL's event carries no Cognito identity, so its Cognito callers cannot
+// be told apart); else "iam:" + the user ARN, else "iam:" + the caller id.
+// An assumed-role session is one scope for every caller that assumes the
+// role with the same session name.
+//
+// The API key rule has a risk to weigh: a usage-plan API key identifies a
+// client application, not a user, and every user of that application
+// shares its key, so they share one scope, and one user's stored response
+// replays to another who sends the same Idempotency-Key. It is right only
+// when each caller has an API key of its own; otherwise authorize the
+// method (Cognito, a Lambda authorizer or IAM), and the key is no longer
+// the scope.
+//
+// A service behind a route without authorization that truly has one
+// caller, or that is public and accepts that its callers share keys,
+// states it with handler.Options.SingleCaller (in
+// MiddlewareOptions.Handler) in place of EventScope.
 //
 // A string value is used as is, a number in its shortest decimal form;
 // empty values count as absent. A request without an event fails with
@@ -92,22 +135,30 @@ func scope(r *http.Request, o ScopeOptions) (string, error) {
 		return scopeV2(e, o)
 	}
 	if e, ok := FunctionURLEvent(ctx); ok {
-		if a := e.RequestContext.Authorizer; a != nil && a.IAM != nil {
-			return iamScope(a.IAM.UserARN, a.IAM.CallerID)
+		switch a := e.RequestContext.Authorizer; {
+		case a == nil:
+			return "", unauthenticated("the Function URL's AuthType is NONE")
+		case a.IAM != nil:
+			return iamCaller{arn: a.IAM.UserARN, callerID: a.IAM.CallerID}.scope()
 		}
-		return "", nil
+		return "", fmt.Errorf("%w: the authorizer section names no IAM caller", ErrNoScope)
 	}
 	if _, ok := ALBEvent(ctx); ok {
-		return "", nil
+		return "", fmt.Errorf("%w: a load balancer authenticates no caller; "+
+			"set handler.Options.Scope to a rule of your own (ALBEvent reads the event), "+
+			"or handler.Options.SingleCaller only if the service has exactly one caller", ErrNoScope)
 	}
 	return "", ErrNoEvent
 }
 
+// unauthenticated is the error of an event that no authorization
+// produced, saying what is missing and what to do.
+func unauthenticated(what string) error {
+	return fmt.Errorf("%w: %s, so nothing tells callers apart; "+
+		"authorize the route, or set handler.Options.SingleCaller only if the service has exactly one caller", ErrNoScope, what)
+}
+
 func scopeV1(e *events.APIGatewayProxyRequest, o ScopeOptions) (string, error) {
-	id := e.RequestContext.Identity
-	if id.APIKeyID != "" {
-		return "apikey:" + id.APIKeyID, nil
-	}
 	if auth := e.RequestContext.Authorizer; len(auth) > 0 {
 		if claims, ok := auth["claims"].(map[string]any); ok {
 			if v := scalar(claims[o.JWTClaim]); v != "" {
@@ -116,28 +167,33 @@ func scopeV1(e *events.APIGatewayProxyRequest, o ScopeOptions) (string, error) {
 		}
 		return authorizerScope(auth, o)
 	}
-	if id.UserArn != "" {
-		return "iam:" + id.UserArn, nil
+	id := e.RequestContext.Identity
+	switch {
+	case id.CognitoIdentityID != "" || id.UserArn != "" || id.Caller != "":
+		return iamCaller{poolID: id.CognitoIdentityPoolID, identityID: id.CognitoIdentityID, arn: id.UserArn, callerID: id.Caller}.scope()
+	case id.APIKeyID != "":
+		return "apikey:" + id.APIKeyID, nil
 	}
-	return "", nil
+	return "", unauthenticated("the REST API method has no authorizer, IAM authorization or API key")
 }
 
 func scopeV2(e *events.APIGatewayV2HTTPRequest, o ScopeOptions) (string, error) {
 	a := e.RequestContext.Authorizer
 	switch {
 	case a == nil:
-		return "", nil
+		return "", unauthenticated("the HTTP API route has no authorizer")
 	case a.JWT != nil:
 		if v := a.JWT.Claims[o.JWTClaim]; v != "" {
 			return "jwt:" + v, nil
 		}
 		return "", fmt.Errorf("%w: the JWT has no %q claim", ErrNoScope, o.JWTClaim)
-	case len(a.Lambda) > 0:
+	case a.Lambda != nil:
 		return authorizerScope(a.Lambda, o)
 	case a.IAM != nil:
-		return iamScope(a.IAM.UserARN, a.IAM.CallerID)
+		cog := a.IAM.CognitoIdentity
+		return iamCaller{poolID: cog.IdentityPoolID, identityID: cog.IdentityID, arn: a.IAM.UserARN, callerID: a.IAM.CallerID}.scope()
 	}
-	return "", nil
+	return "", fmt.Errorf("%w: the authorizer section names no JWT, Lambda authorizer or IAM caller", ErrNoScope)
 }
 
 func authorizerScope(ctx map[string]any, o ScopeOptions) (string, error) {
@@ -149,12 +205,28 @@ func authorizerScope(ctx map[string]any, o ScopeOptions) (string, error) {
 	return "", fmt.Errorf("%w: the authorizer context has none of %s", ErrNoScope, strings.Join(o.AuthorizerKeys, ", "))
 }
 
-func iamScope(userARN, callerID string) (string, error) {
+// iamCaller is what an event says of a caller authorized by IAM.
+type iamCaller struct {
+	poolID, identityID string // Cognito identity pool, when the event has it
+	arn, callerID      string
+}
+
+// cognitoSession is the role session name of the credentials a Cognito
+// identity pool hands out (GetCredentialsForIdentity): the same for every
+// identity of the pool.
+const cognitoSession = "CognitoIdentityCredentials"
+
+func (c iamCaller) scope() (string, error) {
 	switch {
-	case userARN != "":
-		return "iam:" + userARN, nil
-	case callerID != "":
-		return "iam:" + callerID, nil
+	case c.identityID != "":
+		return "cognito:" + strconv.Itoa(len(c.poolID)) + ":" + c.poolID + ":" + c.identityID, nil
+	case strings.HasSuffix(c.arn, "/"+cognitoSession), strings.HasSuffix(c.callerID, ":"+cognitoSession):
+		return "", fmt.Errorf("%w: the IAM caller is a Cognito identity pool's role session, "+
+			"which all of the pool's identities share, and the event names no Cognito identity", ErrNoScope)
+	case c.arn != "":
+		return "iam:" + c.arn, nil
+	case c.callerID != "":
+		return "iam:" + c.callerID, nil
 	}
 	return "", fmt.Errorf("%w: the IAM authorizer names no user ARN or caller id", ErrNoScope)
 }

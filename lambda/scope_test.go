@@ -43,21 +43,24 @@ func TestDefaultScopesOfTheSamples(t *testing.T) {
 		sample string
 		ev     any
 		want   string
-		noID   bool
+		err    error
 	}{
-		{"apigw-request.json", must[events.APIGatewayProxyRequest](t, sample(t, "apigw-request.json")), "apikey:theApiKeyId", false},
-		{"apigw-v2-request-iam.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-iam.json")), "iam:arn:aws:iam::1234567890:user/Admin", false},
-		{"apigw-v2-request-no-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-no-authorizer.json")), "", false},
-		{"apigw-v2-request-jwt-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-jwt-authorizer.json")), "", true},
-		{"apigw-v2-request-lambda-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-lambda-authorizer.json")), "", true},
-		{"alb-lambda-target-request-headers-only.json", must[events.ALBTargetGroupRequest](t, sample(t, "alb-lambda-target-request-headers-only.json")), "", false},
-		{"alb-lambda-target-request-multivalue-headers.json", must[events.ALBTargetGroupRequest](t, sample(t, "alb-lambda-target-request-multivalue-headers.json")), "", false},
-		{"lambda-urls-request.json", must[events.LambdaFunctionURLRequest](t, sample(t, "lambda-urls-request.json")), "iam:arn:aws:iam::111122223333:user/example-user", false},
+		{"apigw-request.json", must[events.APIGatewayProxyRequest](t, sample(t, "apigw-request.json")), "authorizer:admin", nil},
+		{"apigw-v2-request-iam.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-iam.json")), sampleCognitoScope, nil},
+		// No authorization: nothing tells callers apart.
+		{"apigw-v2-request-no-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-no-authorizer.json")), "", idemlambda.ErrNoScope},
+		// No "sub" claim, no "principalId" or "sub" in the context.
+		{"apigw-v2-request-jwt-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-jwt-authorizer.json")), "", idemlambda.ErrNoScope},
+		{"apigw-v2-request-lambda-authorizer.json", must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-lambda-authorizer.json")), "", idemlambda.ErrNoScope},
+		// A load balancer authenticates no caller.
+		{"alb-lambda-target-request-headers-only.json", must[events.ALBTargetGroupRequest](t, sample(t, "alb-lambda-target-request-headers-only.json")), "", idemlambda.ErrNoScope},
+		{"alb-lambda-target-request-multivalue-headers.json", must[events.ALBTargetGroupRequest](t, sample(t, "alb-lambda-target-request-multivalue-headers.json")), "", idemlambda.ErrNoScope},
+		{"lambda-urls-request.json", must[events.LambdaFunctionURLRequest](t, sample(t, "lambda-urls-request.json")), "iam:arn:aws:iam::111122223333:user/example-user", nil},
 	} {
 		t.Run(tc.sample, func(t *testing.T) {
 			got, err := scopeOf(t, tc.ev, idemlambda.Scope)
-			if tc.noID {
-				assert.ErrorIs(t, err, idemlambda.ErrNoScope)
+			if tc.err != nil {
+				assert.ErrorIs(t, err, tc.err)
 				return
 			}
 			require.NoError(t, err)
@@ -90,9 +93,37 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		want string
 		err  error
 	}{
+		{"v1 authorizer and API key: the authorizer's principal", v1(func(e *events.APIGatewayProxyRequest) {}), "authorizer:admin", nil},
 		{"v1 without API key: the authorizer's principal", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Identity.APIKeyID = ""
 		}), "authorizer:admin", nil},
+		{"v1 Cognito authorizer and API key: the sub claim", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": "u-2"}}
+		}), "jwt:u-2", nil},
+		{"v1 authorizer without identity, with an API key", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = map[string]any{"clientId": "x"}
+		}), "", idemlambda.ErrNoScope},
+		{"v1 Cognito identity pool caller and API key: the Cognito identity", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = nil
+		}), "cognito:24:theCognitoIdentityPoolId:theCognitoIdentityId", nil},
+		{"v1 IAM authorization and API key: the IAM caller", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = nil
+			noCognito(&e.RequestContext.Identity)
+		}), "iam:theUserArn", nil},
+		{"v1 IAM caller without user ARN", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = nil
+			noCognito(&e.RequestContext.Identity)
+			e.RequestContext.Identity.UserArn = ""
+		}), "iam:theCaller", nil},
+		{"v1 Cognito role session without identity id", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = nil
+			noCognito(&e.RequestContext.Identity)
+			e.RequestContext.Identity.UserArn = "arn:aws:sts::123456789012:assumed-role/app-auth/CognitoIdentityCredentials"
+		}), "", idemlambda.ErrNoScope},
+		{"v1 API key alone", v1(func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.Authorizer = nil
+			e.RequestContext.Identity = events.APIGatewayRequestIdentity{APIKeyID: "theApiKeyId", SourceIP: "192.168.196.186"}
+		}), "apikey:theApiKeyId", nil},
 		{"v1 Cognito authorizer: the sub claim", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Identity.APIKeyID = ""
 			e.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": "u-1"}}
@@ -108,11 +139,12 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		{"v1 IAM authorization", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Identity.APIKeyID = ""
 			e.RequestContext.Authorizer = nil
+			noCognito(&e.RequestContext.Identity)
 		}), "iam:theUserArn", nil},
 		{"v1 no authorization", v1(func(e *events.APIGatewayProxyRequest) {
-			e.RequestContext.Identity = events.APIGatewayRequestIdentity{}
+			e.RequestContext.Identity = events.APIGatewayRequestIdentity{SourceIP: "192.168.196.186"}
 			e.RequestContext.Authorizer = nil
-		}), "", nil},
+		}), "", idemlambda.ErrNoScope},
 		{"v2 JWT with sub", v2("apigw-v2-request-jwt-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.JWT.Claims["sub"] = "user-7"
 		}), "jwt:user-7", nil},
@@ -122,15 +154,40 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		{"v2 Lambda authorizer with sub", v2("apigw-v2-request-lambda-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.Lambda["sub"] = "s-1"
 		}), "authorizer:s-1", nil},
+		{"v2 IAM Cognito identity before the user ARN", v2("apigw-v2-request-iam.json", func(e *events.APIGatewayV2HTTPRequest) {}),
+			sampleCognitoScope, nil},
+		{"v2 IAM user", v2("apigw-v2-request-iam.json", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.IAM.CognitoIdentity = events.APIGatewayV2HTTPRequestContextAuthorizerCognitoIdentity{}
+			e.RequestContext.Authorizer.IAM.CallerID = "AIDAEXAMPLE"
+		}), "iam:arn:aws:iam::1234567890:user/Admin", nil},
 		{"v2 IAM without user ARN: the caller id", v2("apigw-v2-request-iam.json", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.IAM.CognitoIdentity = events.APIGatewayV2HTTPRequestContextAuthorizerCognitoIdentity{}
+			e.RequestContext.Authorizer.IAM.CallerID = "AIDAEXAMPLE"
 			e.RequestContext.Authorizer.IAM.UserARN = ""
-		}), "iam:AROA7ZJZYVRE7C3DUXHH6:CognitoIdentityCredentials", nil},
+		}), "iam:AIDAEXAMPLE", nil},
+		{"v2 Cognito role session without identity", v2("apigw-v2-request-iam.json", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.IAM.CognitoIdentity = events.APIGatewayV2HTTPRequestContextAuthorizerCognitoIdentity{}
+		}), "", idemlambda.ErrNoScope},
+		{"v2 no authorizer section", v2("apigw-v2-request-no-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {}),
+			"", idemlambda.ErrNoScope},
 		{"v2 IAM without identity", v2("apigw-v2-request-iam.json", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.IAM = &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{}
 		}), "", idemlambda.ErrNoScope},
+		{"v2 empty authorizer section", v2("apigw-v2-request-no-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{}
+		}), "", idemlambda.ErrNoScope},
+		{"v2 Lambda authorizer with an empty context", v2("apigw-v2-request-lambda-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
+			e.RequestContext.Authorizer.Lambda = map[string]any{}
+		}), "", idemlambda.ErrNoScope},
+		{"URL authorizer section without IAM", url(func(e *events.LambdaFunctionURLRequest) {
+			e.RequestContext.Authorizer.IAM = nil
+		}), "", idemlambda.ErrNoScope},
 		{"URL without authorizer", url(func(e *events.LambdaFunctionURLRequest) {
 			e.RequestContext.Authorizer = nil
-		}), "", nil},
+		}), "", idemlambda.ErrNoScope},
+		{"URL Cognito role session: no identity in the event", url(func(e *events.LambdaFunctionURLRequest) {
+			e.RequestContext.Authorizer.IAM.UserARN = "arn:aws:sts::111122223333:assumed-role/app-auth/CognitoIdentityCredentials"
+		}), "", idemlambda.ErrNoScope},
 		{"URL IAM caller id", url(func(e *events.LambdaFunctionURLRequest) {
 			e.RequestContext.Authorizer.IAM.UserARN = ""
 		}), "iam:AIDA...", nil},
@@ -145,6 +202,13 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+}
+
+// noCognito removes the Cognito identity pool fields of the REST sample's
+// identity: an IAM caller that signed with credentials of its own.
+func noCognito(id *events.APIGatewayRequestIdentity) {
+	id.CognitoIdentityPoolID, id.CognitoIdentityID = "", ""
+	id.CognitoAuthenticationType, id.CognitoAuthenticationProvider = "", ""
 }
 
 func TestScopeOptionsNameTheClaimAndTheAuthorizerKeys(t *testing.T) {

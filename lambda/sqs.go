@@ -17,7 +17,12 @@ import (
 // which SQS keeps across redeliveries of one message (use a key from the
 // body to also absorb a producer that sends one operation twice); the
 // fingerprint is the record's body, so the receipt handle and attributes
-// that change between deliveries do not matter; the name is "sqs".
+// that change between deliveries do not matter. As for Idempotent,
+// optFns must set FuncOptions.Name (the consumer's identity: two consumers
+// that share a table never meet) and FuncOptions.Scope, or
+// FuncOptions.SingleCaller: with the default key, a message id that SQS
+// makes unique per message, one shared scope is safe; with a key from the
+// body, it is only when every producer is one caller.
 //
 // The response lists as batch item failures the records whose processing
 // failed: fn's error, a record in flight in another invocation, a key
@@ -30,7 +35,8 @@ import (
 // group in order. A panic of fn is re-raised: Lambda then retries the
 // whole batch, and the records already processed replay.
 //
-// It panics if store or fn is nil.
+// It panics if store or fn is nil, and as Idempotent panics for an
+// incomplete configuration.
 func SQSBatch(store idemkey.Store, fn func(context.Context, events.SQSMessage) error, optFns ...func(*FuncOptions[events.SQSMessage])) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	if fn == nil {
 		panic("lambda: SQSBatch needs a function")
@@ -38,7 +44,6 @@ func SQSBatch(store idemkey.Store, fn func(context.Context, events.SQSMessage) e
 	defaults := func(o *FuncOptions[events.SQSMessage]) {
 		o.Key = func(m events.SQSMessage) (string, error) { return m.MessageId, nil }
 		o.Fingerprint = func(m events.SQSMessage) ([]byte, error) { return []byte(m.Body), nil }
-		o.Name = "sqs"
 	}
 	record := Idempotent(store, func(ctx context.Context, m events.SQSMessage) (struct{}, error) {
 		return struct{}{}, fn(ctx, m)

@@ -86,6 +86,13 @@ func (c *consumer) runsOf(id string) int {
 	return c.runs[id]
 }
 
+// ordersQueue names the consumer; with the default key, the message id,
+// one shared scope is safe.
+func ordersQueue(o *idemlambda.FuncOptions[events.SQSMessage]) {
+	o.Name = "orders-queue"
+	o.SingleCaller = true
+}
+
 func failures(resp events.SQSEventResponse) []string {
 	ids := []string{}
 	for _, f := range resp.BatchItemFailures {
@@ -97,7 +104,7 @@ func failures(resp events.SQSEventResponse) []string {
 func TestSQSBatchProcessesEachMessageOnceAcrossRedeliveries(t *testing.T) {
 	e := newEnv(t)
 	c := newConsumer(e, "m2")
-	batch := idemlambda.SQSBatch(e.store, c.handle)
+	batch := idemlambda.SQSBatch(e.store, c.handle, ordersQueue)
 	ctx := context.Background()
 
 	resp, err := batch(ctx, batchOf(t, 1, "", "m1", "m2", "m3"))
@@ -121,7 +128,7 @@ func TestSQSBatchProcessesEachMessageOnceAcrossRedeliveries(t *testing.T) {
 func TestSQSBatchReportsARecordInFlightElsewhereAsFailed(t *testing.T) {
 	e := newEnv(t)
 	c := newConsumer(e)
-	batch := idemlambda.SQSBatch(e.store, c.handle)
+	batch := idemlambda.SQSBatch(e.store, c.handle, ordersQueue)
 	ctx := context.Background()
 	first := make(chan events.SQSEventResponse, 1)
 	go func() { resp, _ := batch(ctx, batchOf(t, 1, "", "block-1")); first <- resp }()
@@ -140,7 +147,7 @@ func TestSQSBatchReportsARecordInFlightElsewhereAsFailed(t *testing.T) {
 func TestSQSBatchReportsAMessageIdReusedWithAnotherBodyAsFailed(t *testing.T) {
 	e := newEnv(t)
 	c := newConsumer(e)
-	batch := idemlambda.SQSBatch(e.store, c.handle)
+	batch := idemlambda.SQSBatch(e.store, c.handle, ordersQueue)
 	ctx := context.Background()
 	_, err := batch(ctx, batchOf(t, 1, "", "m6"))
 	require.NoError(t, err)
@@ -155,7 +162,7 @@ func TestSQSBatchReportsAMessageIdReusedWithAnotherBodyAsFailed(t *testing.T) {
 func TestSQSBatchOnAFIFOQueueStopsAtTheFirstFailure(t *testing.T) {
 	e := newEnv(t)
 	c := newConsumer(e, "f2")
-	batch := idemlambda.SQSBatch(e.store, c.handle)
+	batch := idemlambda.SQSBatch(e.store, c.handle, ordersQueue)
 	arn := "arn:aws:sqs:us-west-2:123456789012:orders.fifo"
 	resp, err := batch(context.Background(), batchOf(t, 1, arn, "f1", "f2", "f3", "f4"))
 	require.NoError(t, err)
@@ -168,7 +175,7 @@ func TestSQSBatchOnAFIFOQueueStopsAtTheFirstFailure(t *testing.T) {
 func TestSQSBatchKeyCanComeFromTheBody(t *testing.T) {
 	e := newEnv(t)
 	c := newConsumer(e)
-	batch := idemlambda.SQSBatch(e.store, c.handle, func(o *idemlambda.FuncOptions[events.SQSMessage]) {
+	batch := idemlambda.SQSBatch(e.store, c.handle, ordersQueue, func(o *idemlambda.FuncOptions[events.SQSMessage]) {
 		o.Key = func(m events.SQSMessage) (string, error) {
 			var body struct{ Order string }
 			if err := json.Unmarshal([]byte(m.Body), &body); err != nil {

@@ -2,6 +2,7 @@ package multiregion_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,19 +33,27 @@ func TestLambdaWrapperOverHomeRouterServesKeysHomedInEveryRegion(t *testing.T) {
 		executions++
 		return receipt{Execution: executions}, nil
 	}, func(o *idemlambda.FuncOptions[charge]) {
+		o.Name = "charge"
 		o.Key = func(in charge) (string, error) { return in.OrderID, nil }
 		o.Scope = func(context.Context, charge) (string, error) { return tenant, nil }
 		o.Now = w.clock.Now
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The function's records are in its own scope, which homes its keys.
+	scope := idemlambda.FunctionScope("charge", tenant)
 	for i, region := range w.names {
-		key := keyHomedIn(t, region)
-		require.Equal(t, region, router.Home(tenant, key))
+		key := ""
+		for n := 0; key == "" && n < 1000; n++ {
+			if k := fmt.Sprintf("key-%d", n); router.Home(scope, k) == region {
+				key = k
+			}
+		}
+		require.NotEmpty(t, key, "no key homed in %s", region)
 		first, err := fn(ctx, charge{OrderID: key, Amount: 100})
 		require.NoError(t, err, region)
 		assert.Equal(t, i+1, first.Execution, region)
-		_, err = w.store(region).Get(ctx, tenant, key)
+		_, err = w.store(region).Get(ctx, scope, key)
 		assert.NoError(t, err, "%s: the record is written in the key's home region", region)
 		again, err := fn(ctx, charge{OrderID: key, Amount: 100})
 		require.NoError(t, err, region)

@@ -34,6 +34,12 @@ var (
 	// ErrCanceled: DynamoDB cancelled the transaction for another reason
 	// (throttling after retries, a size limit). Nothing was written.
 	ErrCanceled = errors.New("txn: transaction cancelled")
+	// ErrTokenMismatch: DynamoDB refused the transaction
+	// (IdempotentParameterMismatchException) because its
+	// ClientRequestToken was used within the last 10 minutes by a request
+	// with other parameters. This call wrote nothing; the earlier request
+	// may have been applied.
+	ErrTokenMismatch = errors.New("txn: ClientRequestToken reused with other parameters")
 )
 
 // FenceError reports that the fence failed its condition. Item is the

@@ -54,9 +54,12 @@ func (o *Options) defaults() {
 // Errors: *FenceError when the fence's condition failed,
 // *ConditionFailedError for a staged action's, *ConflictError after
 // MaxAttempts conflicts, *ValidationError, *CanceledError, an error
+// matching ErrTokenMismatch when DynamoDB refused a reused token, an error
 // matching ErrTooManyActions without calling DynamoDB, or the SDK's error
-// (wrapped) when the call itself failed; in that last case the outcome is
-// unknown and the caller must find out from the fence item.
+// (wrapped) when the call itself failed or DynamoDB answered
+// TransactionInProgressException (the attempt is still being applied); in
+// that last case the outcome is unknown and the caller must find out from
+// the fence item.
 func Write(ctx context.Context, client Client, fence types.TransactWriteItem, effects []types.TransactWriteItem, token func(attempt int) string, optFns ...func(*Options)) error {
 	var o Options
 	for _, fn := range optFns {
@@ -107,10 +110,13 @@ func classify(err error, items []types.TransactWriteItem) (mapped error, retry b
 	if errors.As(err, &tce) {
 		return classifyReasons(tce.CancellationReasons, items)
 	}
-	var inProgress *types.TransactionInProgressException
-	if errors.As(err, &inProgress) {
-		return &ConflictError{}, true
+	var mismatch *types.IdempotentParameterMismatchException
+	if errors.As(err, &mismatch) {
+		return fmt.Errorf("%w: %w", ErrTokenMismatch, err), false
 	}
+	// TransactionInProgressException (a transaction with this token is
+	// still being applied) falls through: its outcome is unknown, like a
+	// timeout's, and a new attempt under a new token could not tell.
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
 		return &ValidationError{Index: -1, Message: api.ErrorMessage(), Err: err}, false

@@ -50,6 +50,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	switch {
+	case *ttl <= 0 || *lease <= 0:
+		return fmt.Errorf("-ttl and -lease must be positive (got %v and %v)", *ttl, *lease)
+	case *ttl < *lease:
+		return fmt.Errorf("-ttl (%v) must be at least -lease (%v): a key must not expire while its request still runs", *ttl, *lease)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

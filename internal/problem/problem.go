@@ -37,6 +37,7 @@ const (
 	Unauthorized  = "unauthorized"
 	InvalidBody   = "invalid-body"
 	InvalidRecord = "corrupt-record"
+	URITooLong    = "uri-too-long"
 )
 
 // New returns the problem document of kind with status, title and detail.

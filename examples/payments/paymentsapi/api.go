@@ -77,7 +77,14 @@ func NewHandler(client Client, cfg Config) http.Handler {
 		o.Lease = cfg.Lease
 	})
 	idem := handler.New(store, func(o *handler.Options) {
-		o.Scope = func(r *http.Request) (string, error) { return ownerFrom(r.Context()), nil }
+		// The scope is the authenticated caller (authenticate runs first),
+		// never a value the client picks.
+		o.Scope = func(r *http.Request) (string, error) {
+			if owner := ownerFrom(r.Context()); owner != "" {
+				return owner, nil
+			}
+			return "", errors.New("the request is not authenticated")
+		}
 		o.Lease = cfg.LeaseFromRequest
 	})
 	mux := http.NewServeMux()

@@ -51,6 +51,9 @@ func (a *api) call(method, path, token, key, body string) answer {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(a.t, err)
 	defer resp.Body.Close()

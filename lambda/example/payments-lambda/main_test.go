@@ -19,7 +19,8 @@ import (
 
 // event is aws-lambda-go's HTTP API sample without an authorizer (as the
 // example's template deploys it), turned into a call of the payments API:
-// the test sets the method, path, headers and body.
+// the test sets the method, path, headers and body (JSON, with its media
+// type).
 func event(t *testing.T, method, path, key, body string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "apigw-v2-request-no-authorizer.json"))
@@ -28,6 +29,9 @@ func event(t *testing.T, method, path, key, body string) events.APIGatewayV2HTTP
 	require.NoError(t, json.Unmarshal(raw, &ev))
 	ev.RequestContext.HTTP.Method, ev.RawPath, ev.Body = method, path, body
 	ev.Headers["authorization"] = "Bearer alice"
+	if body != "" {
+		ev.Headers["content-type"] = "application/json"
+	}
 	if key != "" {
 		ev.Headers["idempotency-key"] = key
 	}
