@@ -108,7 +108,7 @@ func TestFaultsInDynamoDBCallsNeitherDuplicateNorLoseAPayment(t *testing.T) {
 	t.Logf("faults injected by position/kind: %s", list(injected))
 	t.Logf("client attempts by answer: %s", list(tally.snapshot()))
 	t.Logf("payments in the table: %d; replayed answers: %d; operations retried afterwards: %d", a.payments, a.replayed, retried)
-	report(t, fmt.Sprintf("chaos ops=%d faults=%d faults_by_kind=%s faults_by_position=%s %s replayed=%d retried=%d client_errors=%s seed=%d",
+	ddbtest.Report(t, fmt.Sprintf("chaos ops=%d faults=%d faults_by_kind=%s faults_by_position=%s %s replayed=%d retried=%d client_errors=%s seed=%d",
 		nOps, total(injected), list(byKind, kinds...), list(byPosition, positions...), a.fields(), a.replayed, retried, list(errorsByStatus), seed))
 
 	a.check(t)

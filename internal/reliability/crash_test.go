@@ -21,6 +21,7 @@ import (
 	"github.com/idemkey/idemkey/client"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -167,7 +168,7 @@ func TestSIGKILLedServerUnderLoadNeitherDuplicatesNorLosesAPayment(t *testing.T)
 	t.Logf("seed %d, %d operations in %v, %d kills", seed, len(ops), elapsed.Round(time.Millisecond), kills)
 	t.Logf("client attempts by answer: %s", list(seen))
 	t.Logf("payments in the table: %d; replayed answers: %d; operations retried afterwards: %d", a.payments, a.replayed, retried)
-	report(t, fmt.Sprintf("crash ops=%d kills=%d dead_claims=%d cut_attempts=%d refused_attempts=%d %s replayed=%d retried=%d client_errors=%s seed=%d",
+	ddbtest.Report(t, fmt.Sprintf("crash ops=%d kills=%d dead_claims=%d cut_attempts=%d refused_attempts=%d %s replayed=%d retried=%d client_errors=%s seed=%d",
 		len(ops), kills, len(deadClaims), seen["cut"], seen["refused"], a.fields(), a.replayed, retried, list(errorsByStatus), seed))
 
 	a.check(t)

@@ -503,27 +503,6 @@ func storedPayment(ctx context.Context, store *dynamostore.Store, owner, key str
 	return p.ID
 }
 
-// report logs the run's report line and, when IDEMKEY_RELIABILITY_REPORT
-// names a file, appends it there (a relative path is relative to this
-// package's directory, where go test runs the test).
-func report(t *testing.T, line string) {
-	t.Helper()
-	t.Log(line)
-	path := os.Getenv("IDEMKEY_RELIABILITY_REPORT")
-	if path == "" {
-		return
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Errorf("report file: %v", err)
-		return
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintln(f, line); err != nil {
-		t.Errorf("report file: %v", err)
-	}
-}
-
 // newTables creates a key table and a payments table for the test, named
 // after prefix, and deletes them when it ends (on an external endpoint
 // they would outlive it). Retention is an hour and the lease one second:
