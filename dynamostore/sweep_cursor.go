@@ -3,9 +3,12 @@ package dynamostore
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,8 +20,33 @@ import (
 // that Sweep returned, damaged, or returned by a sweep of another table.
 var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 
-// maxCursorLen bounds the cursors sweepDecodeCursor reads: MaxSweepSegments
-// keys of at most 2 KB each, base64-encoded, with room to spare.
+// ErrCursorTooLarge reports a cursor that SaveSweepCursor cannot keep: its
+// item would exceed DynamoDB's item size limit of 400 KB, counted as
+// 400,000 bytes. A cursor that a
+// Sweeper returns for a key table (whose key is one String attribute, at
+// most 2048 bytes) always fits, whatever its segments' keys; see
+// MaxSweepSegments.
+var ErrCursorTooLarge = errors.New("dynamostore: sweep cursor too large for one item")
+
+// Sizes behind MaxSweepSegments: the saved cursor is one item, and a
+// cursor holds one key per unfinished segment.
+const (
+	// cursorItemLimit is DynamoDB's item size limit of 400 KB counted as
+	// 400,000 bytes: implementations differ on the kilobyte (moto refuses
+	// items over 405,000 bytes).
+	cursorItemLimit = 400_000
+	// maxTableNameBytes and maxPartitionKeyBytes are DynamoDB's limits
+	// on a table name and on a partition key value.
+	maxTableNameBytes    = 255
+	maxPartitionKeyBytes = 2048
+	// maxUpdatedBytes bounds the stored size of the cursor item's
+	// "updated" number (at most 20 digits and a sign).
+	maxUpdatedBytes = 21
+)
+
+// maxCursorLen bounds the cursors sweepDecodeCursor reads. Cursors of
+// version 1 (JSON, written before the item bound) could be longer than
+// one item; it leaves them room.
 const maxCursorLen = 4 << 20
 
 // sweepCursor is the decoded form of a resume cursor: where each segment
@@ -44,16 +72,87 @@ type sweepKeyValue struct {
 	B []byte  `json:"B,omitempty"`
 }
 
-const sweepCursorVersion = 1
+// sweepCursorVersion is the version encode writes. Version 1 was JSON:
+// its escapes (6 bytes for a control character) made the worst case six
+// times a key's size. Version 2 is binary: a key costs its own bytes plus
+// a few of framing, which bounds a cursor by its segment count alone.
+// sweepDecodeCursor reads both.
+const sweepCursorVersion = 2
 
-// encode returns the cursor as an opaque string: base64url of its JSON.
+// Framing of a version 2 cursor, before base64url (no padding):
+//
+//	version byte (2)
+//	uvarint length, table name
+//	uvarint segment count
+//	per segment: a tag (segFromStart, segDone or segAfter); after
+//	segAfter, a uvarint attribute count and per attribute, sorted by
+//	name: uvarint length, name, a type byte ('S', 'N' or 'B'),
+//	uvarint length, value.
+const (
+	segFromStart byte = 0
+	segDone      byte = 1
+	segAfter     byte = 2
+)
+
+// Worst-case sizes of a version 2 cursor of a key table: a table name of
+// maxTableNameBytes, and each segment pending after a key "pk" of
+// maxPartitionKeyBytes. A uvarint below 16384 takes 2 bytes at most.
+const (
+	cursorHeaderBytes  = 1 + 2 + maxTableNameBytes + 2
+	cursorSegmentBytes = 1 + 1 + 1 + len(attrPK) + 1 + 2 + maxPartitionKeyBytes
+	// cursorItemOverhead is the cursor item's size besides the cursor
+	// string: attribute names and the other values.
+	cursorItemOverhead = len(attrPK) + len(SweepCursorKey) + len(attrSweepCursor) + len(attrSweepUpdated) + maxUpdatedBytes
+)
+
+// sweepCursorWorstLen bounds the length of the cursor strings that a sweep
+// of a key table with the given number of segments can return; the bound
+// is reached from 128 segments (a smaller count takes one byte less).
+func sweepCursorWorstLen(segments int) int {
+	return base64.RawURLEncoding.EncodedLen(cursorHeaderBytes + segments*cursorSegmentBytes)
+}
+
+// sweepCursorItemBytes returns the size, by DynamoDB's rules, of the item
+// in which SaveSweepCursor keeps a cursor of cursorLen bytes, with its
+// "updated" number at its largest.
+func sweepCursorItemBytes(cursorLen int) int { return cursorItemOverhead + cursorLen }
+
+// encode returns the cursor as an opaque string: base64url of its
+// version 2 binary form.
 func (c *sweepCursor) encode() string {
-	b, _ := json.Marshal(c) // strings, byte slices, booleans: cannot fail
+	b := []byte{sweepCursorVersion}
+	b = appendBytes(b, []byte(c.Table))
+	b = binary.AppendUvarint(b, uint64(len(c.Segments)))
+	for _, seg := range c.Segments {
+		switch {
+		case seg.Done:
+			b = append(b, segDone)
+		case seg.After == nil:
+			b = append(b, segFromStart)
+		default:
+			b = append(b, segAfter)
+			b = binary.AppendUvarint(b, uint64(len(seg.After)))
+			for _, name := range slices.Sorted(maps.Keys(seg.After)) {
+				b = appendBytes(b, []byte(name))
+				switch v := seg.After[name]; {
+				case v.S != nil:
+					b = appendBytes(append(b, 'S'), []byte(*v.S))
+				case v.N != nil:
+					b = appendBytes(append(b, 'N'), []byte(*v.N))
+				default:
+					b = appendBytes(append(b, 'B'), v.B)
+				}
+			}
+		}
+	}
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sweepDecodeCursor decodes a cursor returned by a sweep of table. Any
-// other input is an error matching ErrInvalidCursor; it never panics.
+func appendBytes(b, v []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
+
+// sweepDecodeCursor decodes a cursor returned by a sweep of table, of
+// version 1 or 2. Any other input is an error matching ErrInvalidCursor;
+// it never panics. The cursor it returns has Version sweepCursorVersion.
 func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
 	if len(s) > maxCursorLen {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidCursor, maxCursorLen)
@@ -62,17 +161,33 @@ func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
 	}
+	var c *sweepCursor
+	switch {
+	case len(raw) > 0 && raw[0] == sweepCursorVersion:
+		c, err = decodeCursorV2(raw[1:])
+	case len(raw) > 0 && raw[0] == '{':
+		c, err = decodeCursorV1(raw)
+	default:
+		err = fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.Version = sweepCursorVersion
+	if err := c.validate(table); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeCursorV1 reads the JSON form of version 1.
+func decodeCursorV1(raw []byte) (*sweepCursor, error) {
 	var c sweepCursor
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
 	}
-	switch {
-	case c.Version != sweepCursorVersion:
+	if c.Version != 1 {
 		return nil, fmt.Errorf("%w: unknown version %d", ErrInvalidCursor, c.Version)
-	case c.Table != table:
-		return nil, fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
-	case len(c.Segments) < 1 || len(c.Segments) > MaxSweepSegments:
-		return nil, fmt.Errorf("%w: %d segments", ErrInvalidCursor, len(c.Segments))
 	}
 	for i, seg := range c.Segments {
 		if seg.Done && seg.After != nil {
@@ -81,23 +196,138 @@ func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
 		if seg.After != nil && len(seg.After) == 0 {
 			return nil, fmt.Errorf("%w: segment %d has an empty key", ErrInvalidCursor, i)
 		}
-		for _, v := range seg.After {
-			n := 0
+	}
+	return &c, nil
+}
+
+// cursorReader reads the binary form; its first error sticks.
+type cursorReader struct {
+	b   []byte
+	err error
+}
+
+func (r *cursorReader) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated or malformed", ErrInvalidCursor)
+	}
+}
+
+func (r *cursorReader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+// uvarint reads a count that must not exceed limit.
+func (r *cursorReader) uvarint(limit int) int {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 || v > uint64(limit) {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return int(v)
+}
+
+// bytes reads a length and as many bytes.
+func (r *cursorReader) bytes() []byte {
+	n := r.uvarint(maxCursorLen)
+	if r.err == nil && n > len(r.b) {
+		r.fail()
+	}
+	if r.err != nil {
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// decodeCursorV2 reads the binary form of version 2, after its version
+// byte.
+func decodeCursorV2(raw []byte) (*sweepCursor, error) {
+	r := &cursorReader{b: raw}
+	c := &sweepCursor{Table: string(r.bytes())}
+	n := r.uvarint(MaxSweepSegments)
+	for i := 0; i < n && r.err == nil; i++ {
+		var seg sweepSegCursor
+		switch r.byte() {
+		case segFromStart:
+		case segDone:
+			seg.Done = true
+		case segAfter:
+			attrs := r.uvarint(len(r.b)) // each takes 3 bytes at least
+			seg.After = make(map[string]sweepKeyValue, min(attrs, 4))
+			for range attrs {
+				name := string(r.bytes())
+				kind, value := r.byte(), r.bytes()
+				if _, dup := seg.After[name]; dup {
+					r.fail()
+				}
+				switch kind {
+				case 'S':
+					seg.After[name] = sweepKeyValue{S: aws.String(string(value))}
+				case 'N':
+					seg.After[name] = sweepKeyValue{N: aws.String(string(value))}
+				case 'B':
+					seg.After[name] = sweepKeyValue{B: append([]byte{}, value...)}
+				default:
+					r.fail()
+				}
+			}
+			if attrs == 0 {
+				r.fail()
+			}
+		default:
+			r.fail()
+		}
+		c.Segments = append(c.Segments, seg)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return c, nil
+}
+
+// validate checks what both versions must hold.
+func (c *sweepCursor) validate(table string) error {
+	switch {
+	case c.Table != table:
+		return fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
+	case len(c.Segments) < 1 || len(c.Segments) > MaxSweepSegments:
+		return fmt.Errorf("%w: %d segments", ErrInvalidCursor, len(c.Segments))
+	}
+	for i, seg := range c.Segments {
+		for name, v := range seg.After {
+			n, empty := 0, false
 			if v.S != nil {
-				n++
+				n, empty = n+1, *v.S == ""
 			}
 			if v.N != nil {
-				n++
+				n, empty = n+1, *v.N == ""
 			}
 			if v.B != nil {
-				n++
+				n, empty = n+1, len(v.B) == 0
 			}
-			if n != 1 {
-				return nil, fmt.Errorf("%w: segment %d: a key value must have one type", ErrInvalidCursor, i)
+			switch {
+			case n != 1:
+				return fmt.Errorf("%w: segment %d: a key value must have one type", ErrInvalidCursor, i)
+			case empty || name == "":
+				return fmt.Errorf("%w: segment %d: a key has no empty name or value", ErrInvalidCursor, i)
 			}
 		}
 	}
-	return &c, nil
+	return nil
 }
 
 // sweepKeyToCursor converts a LastEvaluatedKey; ok is false when it holds a
@@ -184,8 +414,10 @@ func LoadSweepCursor(ctx context.Context, client CursorClient, table string) (st
 // PutItem of the item at SweepCursorKey, or, when cursor is "" (the pass
 // finished), one DeleteItem of it. Concurrent savers overwrite each other
 // and the last one wins: as each run saves only positions it has swept up
-// to, that at worst makes the next sweep repeat part of a pass. now is written as
-// the item's "updated" time for operators. Errors: *StoreError.
+// to, that at worst makes the next sweep repeat part of a pass. now is
+// written as the item's "updated" time for operators. Errors: *StoreError, or, without
+// any call, an error matching ErrCursorTooLarge when the item would exceed
+// 400,000 bytes (never for a cursor that a Sweeper returned for a key table).
 func SaveSweepCursor(ctx context.Context, client CursorClient, table, cursor string, now time.Time) error {
 	key := map[string]types.AttributeValue{attrPK: attrS(SweepCursorKey)}
 	if cursor == "" {
@@ -193,6 +425,9 @@ func SaveSweepCursor(ctx context.Context, client CursorClient, table, cursor str
 			return &StoreError{Op: "DeleteItem", Err: err}
 		}
 		return nil
+	}
+	if size := sweepCursorItemBytes(len(cursor)); size > cursorItemLimit {
+		return fmt.Errorf("%w: the item would take %d bytes, more than DynamoDB's 400 KB (%d)", ErrCursorTooLarge, size, cursorItemLimit)
 	}
 	item := map[string]types.AttributeValue{
 		attrPK:           key[attrPK],

@@ -81,7 +81,15 @@ type Endpoint struct {
 // DefaultRegion. Shared AWS configuration files and EndpointEnv are not
 // read for it.
 //
-// In both cases the SDK's retry settings are left at their defaults. The
+// The clients of a loopback external endpoint (Client, NewClient's, and
+// those built from Config) send one request at a time between them, even
+// with an HTTP client of their own: each attempt waits for the response
+// to the one before (see the package's README: local DynamoDB
+// implementations such as moto do not isolate concurrent requests).
+// Clients of a non-loopback endpoint, and of the embedded emulator, which
+// serialises requests itself, do not wait.
+//
+// In every case the SDK's retry settings are left at their defaults. The
 // caller must call Close when done.
 func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 	o := resolveOptions(optFns)
@@ -163,6 +171,9 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 		cfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, "")
 	}
 	cfg.BaseEndpoint = aws.String(raw)
+	if loopback {
+		cfg.APIOptions = append(cfg.APIOptions, newOneAtATime().install)
+	}
 
 	e := &Endpoint{URL: raw, cfg: cfg}
 	e.Client = e.NewClient()

@@ -309,7 +309,7 @@ func sweep(ctx context.Context, c *command) int {
 	}
 	switch {
 	case *segments < 1 || *segments > dynamostore.MaxSweepSegments:
-		return c.usageError("-segments must be 1 to %d", dynamostore.MaxSweepSegments)
+		return c.usageError("-segments must be 1 to %d (a resume cursor must fit in one 400 KB item)", dynamostore.MaxSweepSegments)
 	case *page < 1:
 		return c.usageError("-page must be positive")
 	case *budget < 0 || *rate < 0:

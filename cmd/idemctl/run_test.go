@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,4 +309,14 @@ func TestSweepOnAMissingTableFailsAndStillPrintsTheReport(t *testing.T) {
 	assert.Equal(t, 1.0, m["errors"])
 	assert.Equal(t, "error", m["stoppedBy"])
 	assert.Contains(t, r.stderr, "Scan")
+}
+
+func TestSweepRefusesMoreSegmentsThanOneCursorItemHolds(t *testing.T) {
+	hermetic(t)
+	r := idemctl("sweep", "-table", "t", "-segments", strconv.Itoa(dynamostore.MaxSweepSegments+1))
+	assert.Equal(t, exitUsage, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Contains(t, r.stderr, "-segments must be 1 to "+strconv.Itoa(dynamostore.MaxSweepSegments))
+	assert.Contains(t, r.stderr, "400 KB item")
+	assert.Less(t, dynamostore.MaxSweepSegments, 200, "a worst-case cursor of 200 segments is more than 400 KB")
 }

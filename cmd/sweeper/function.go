@@ -70,7 +70,7 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 	})
 	num("DRY_RUN", func(v string) (err error) { s.DryRun, err = strconv.ParseBool(v); return err })
 	if err == nil && s.Segments > dynamostore.MaxSweepSegments {
-		err = fmt.Errorf("SEGMENTS: at most %d", dynamostore.MaxSweepSegments)
+		err = fmt.Errorf("SEGMENTS: at most %d, so that the resume cursor fits in one 400 KB item", dynamostore.MaxSweepSegments)
 	}
 	return s, err
 }

@@ -297,3 +297,19 @@ func TestConfigFromEnvironment(t *testing.T) {
 		assert.Error(t, err, name)
 	}
 }
+
+func TestSegmentsAreRefusedAtConfigurationPastWhatOneCursorItemHolds(t *testing.T) {
+	env := func(segments int) func(string) string {
+		vars := map[string]string{"KEY_TABLE": "keys", "SEGMENTS": fmt.Sprint(segments)}
+		return func(k string) string { return vars[k] }
+	}
+	s, err := configFromEnv(env(dynamostore.MaxSweepSegments))
+	require.NoError(t, err)
+	assert.Equal(t, dynamostore.MaxSweepSegments, s.Segments)
+
+	_, err = configFromEnv(env(dynamostore.MaxSweepSegments + 1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("SEGMENTS: at most %d", dynamostore.MaxSweepSegments))
+	assert.Contains(t, err.Error(), "400 KB item")
+	assert.Less(t, dynamostore.MaxSweepSegments, 200, "a worst-case cursor of 200 segments is more than 400 KB")
+}
