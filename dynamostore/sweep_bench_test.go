@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/localstack"
@@ -32,9 +30,7 @@ func BenchmarkSweep(b *testing.B) {
 			if err := dynamostore.EnsureTable(ctx, ep.Client, e.table, 0); err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() {
-				_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &e.table})
-			})
+			ddbtest.DeleteOnCleanup(b, ep.Client, e.table)
 			sweeper := dynamostore.NewSweeper(e.client, e.table, func(o *dynamostore.SweepOptions) {
 				o.Now, o.Segments, o.ItemsPerSecond = e.clock.Now, segments, -1
 			})

@@ -48,9 +48,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	fx := &fixture{ep: localstack.ForTest(t), table: localstack.TableName("sweeper"), clock: ddbtest.NewClock(time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC))}
 	require.NoError(t, dynamostore.EnsureTable(context.Background(), fx.ep.Client, fx.table, 0))
-	t.Cleanup(func() {
-		_, _ = fx.ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &fx.table})
-	})
+	ddbtest.DeleteOnCleanup(t, fx.ep.Client, fx.table)
 	return fx
 }
 

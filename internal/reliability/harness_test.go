@@ -29,6 +29,7 @@ import (
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -519,12 +520,8 @@ func newTables(t *testing.T, ddb *dynamodb.Client, prefix string) paymentsapi.Co
 	if err := paymentsapi.EnsureTables(t.Context(), ddb, cfg); err != nil {
 		t.Fatalf("creating the tables: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-			_, _ = ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
-		}
-	})
+	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, ddb, name)
+	}
 	return cfg
 }

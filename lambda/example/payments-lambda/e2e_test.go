@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/internal/lambdart"
 	"github.com/idemkey/idemkey/localstack"
 )
@@ -45,11 +46,9 @@ func newE2E(t *testing.T) *e2e {
 	ep := localstack.ForTest(t)
 	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments")}
 	require.NoError(t, paymentsapi.EnsureTables(context.Background(), ep.Client, cfg))
-	t.Cleanup(func() {
-		for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-			_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
-		}
-	})
+	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, ep.Client, name)
+	}
 	return &e2e{t: t, bootstrap: bootstrap, rt: rt, ep: ep, cfg: cfg}
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -33,11 +32,9 @@ func TestTemplateGrantsExactlyTheCallsTheFunctionMakes(t *testing.T) {
 			cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
 			ctx := context.Background()
 			require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg))
-			t.Cleanup(func() {
-				for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-					_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
-				}
-			})
+			for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+				ddbtest.DeleteOnCleanup(t, ep.Client, name)
+			}
 			fn := newFunction(faulty, cfg)
 			call := func(method, path, key, body string) int {
 				resp, err := fn(ctx, event(t, method, path, key, body))

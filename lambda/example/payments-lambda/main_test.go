@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -54,11 +55,9 @@ func TestFunctionServesThePaymentsAPIFromTheDefaultConfiguration(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg), "the test creates the tables; the function does not")
-	t.Cleanup(func() {
-		for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-			_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
-		}
-	})
+	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, ep.Client, name)
+	}
 
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	require.NoError(t, err)
