@@ -283,7 +283,7 @@ func writeError(w http.ResponseWriter, err error) {
 			"A request with this Idempotency-Key is still being processed. Retry after the delay in Retry-After."), inFlight.RetryAfter)
 	case errors.Is(err, idemkey.ErrMismatch):
 		problem.Write(w, problem.New(http.StatusUnprocessableEntity, problem.Mismatch, "Idempotency-Key reused",
-			"This Idempotency-Key was already used for a different request (method, path, query or body). Use a new key for a new operation."), 0)
+			"This Idempotency-Key was already used for a different request (method, path, query, media type or body). Use a new key for a new operation."), 0)
 	case errors.As(err, &unavailable):
 		problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Idempotency store unavailable",
 			"The idempotency key store could not be reached, so the request was not executed. Retry with the same key."), unavailable.RetryAfter)
