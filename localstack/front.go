@@ -51,6 +51,17 @@ const maxRequestBody = 32 << 20
 //     different parameters fails with IdempotentParameterMismatchException.
 //     A token whose call failed is not remembered. Tokens must be 1 to 36
 //     characters long.
+//   - TransactWriteItems is applied action by action with minidyn's
+//     single-item operations, in time proportional to its actions: each
+//     action's item is read first, the actions are then applied in order
+//     with their conditions, and when one fails the items of the actions
+//     applied so far (and of the failed one) are put back as they were.
+//     minidyn's own TransactWriteItems copies every table it writes, taking
+//     time proportional to their sizes, and its rollback strips the type
+//     from empty lists and maps in every item of those tables. The answers,
+//     cancellation reasons included, are minidyn's; requests the front
+//     cannot answer exactly so (see DisableItemTransactions) are left to
+//     minidyn.
 //   - Scan and Query responses carry ScannedCount, and Select COUNT returns
 //     no Items.
 //   - A parallel Scan (Segment, TotalSegments) reads one segment, not the

@@ -125,7 +125,7 @@ func (f *front) keyAttributes(ctx context.Context, table string) ([]string, erro
 type transactRequest struct {
 	ClientRequestToken *string
 	TransactItems      []struct {
-		Put, Update, Delete, ConditionCheck *writeAction
+		Put, Update, Delete, ConditionCheck *transactAction
 	}
 }
 
@@ -135,9 +135,9 @@ func (r *transactRequest) action(i int) *writeAction {
 		return nil
 	}
 	t := r.TransactItems[i]
-	for _, a := range []*writeAction{t.Put, t.Update, t.Delete, t.ConditionCheck} {
+	for _, a := range []*transactAction{t.Put, t.Update, t.Delete, t.ConditionCheck} {
 		if a != nil {
-			return a
+			return &a.writeAction
 		}
 	}
 	return nil

@@ -33,6 +33,15 @@ type Options struct {
 	// Nil selects the SDK's default.
 	HTTPClient aws.HTTPClient
 
+	// Latency, when set, delays every call of the SDK clients Start
+	// configures by a seeded per-call latency (see Latency), in front of
+	// HTTPClient, for an embedded emulator and an external endpoint alike.
+	// The delay is spent in the client, outside the embedded emulator's
+	// serialisation of requests; the clients of a loopback external
+	// endpoint, which send one request at a time (see Start), spend it
+	// within their turn. Nil adds no delay.
+	Latency *Latency
+
 	// Now is the clock the front uses for the ClientRequestToken window.
 	// Nil selects time.Now. Tests inject a fake clock to step past the
 	// window.
@@ -87,13 +96,30 @@ type Options struct {
 	// minidyn does; by default the front adds an estimate when a request
 	// asks for it (see capacity.go).
 	DisableConsumedCapacity bool
+
+	// DisableItemTransactions leaves TransactWriteItems to minidyn, which
+	// copies every table a transaction writes before applying it and
+	// restores the copies if an action fails: each transaction then takes
+	// time proportional to the size of its tables. By default the front
+	// applies a transaction with single-item operations and undoes the
+	// applied ones when an action fails, in time proportional to its
+	// actions, with the same answers. Even so the front leaves to minidyn
+	// a request it cannot decode, one with an action that is not exactly
+	// one of Put, Update, Delete and ConditionCheck, on a table that does
+	// not exist, whose key is not exactly the table's key attributes as
+	// strings, numbers or binaries, or whose item cannot be read, one with
+	// two actions on one item, and one addressing an item that holds an
+	// empty list, map, binary or set (which minidyn writes as a value
+	// without type, so that it cannot be put back as it was).
+	DisableItemTransactions bool
 }
 
 // disablesAny reports whether any fix of the front is switched off.
 func (o *Options) disablesAny() bool {
 	return o.DisableReturnOldItem || o.DisablePutReturnValues || o.DisableClientRequestToken ||
 		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus ||
-		o.DisableScanSegments || o.DisableStartKeyResume || o.DisableConsumedCapacity
+		o.DisableScanSegments || o.DisableStartKeyResume || o.DisableConsumedCapacity ||
+		o.DisableItemTransactions
 }
 
 func resolveOptions(optFns []func(*Options)) Options {
@@ -108,6 +134,12 @@ func resolveOptions(optFns []func(*Options)) Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Latency != nil {
+		// Folded into HTTPClient once, so that options resolved again
+		// (NewHandler's) do not delay twice.
+		o.HTTPClient = NewLatencyClient(o.HTTPClient, *o.Latency)
+		o.Latency = nil
 	}
 	return o
 }

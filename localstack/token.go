@@ -1,7 +1,6 @@
 package localstack
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -60,26 +59,21 @@ func (s *tokenStore) add(token string, rec tokenRecord) {
 }
 
 // requestDigest hashes a TransactWriteItems request without its
-// ClientRequestToken, in a canonical form: object members sorted by name,
-// insignificant white space removed. Two requests have the same digest when
-// they carry the same parameters, whatever order the client wrote them in.
+// ClientRequestToken, in a canonical form (see canonicalRequest). Two
+// requests have the same digest when they carry the same parameters,
+// whatever order the client wrote them in.
 func requestDigest(body []byte) [sha256.Size]byte {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v map[string]any
-	if err := dec.Decode(&v); err != nil {
-		return sha256.Sum256(body)
-	}
-	delete(v, "ClientRequestToken")
-	canonical, err := json.Marshal(v) // encoding/json sorts map keys
-	if err != nil {
+	canonical, ok := canonicalRequest(make([]byte, 0, len(body)), body)
+	if !ok {
 		return sha256.Sum256(body)
 	}
 	return sha256.Sum256(canonical)
 }
 
-// transactWriteItems forwards TransactWriteItems to minidyn, honouring
-// ClientRequestToken and amending cancellation reasons.
+// transactWriteItems answers TransactWriteItems, honouring
+// ClientRequestToken: it applies the transaction action by action (see
+// applyTransaction), or with DisableItemTransactions leaves it to minidyn
+// and amends the cancellation reasons.
 func (f *front) transactWriteItems(ctx context.Context, header http.Header, body []byte) *response {
 	var req transactRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -107,15 +101,14 @@ func (f *front) transactWriteItems(ctx context.Context, header http.Header, body
 		}
 	}
 
-	resp := call(ctx, f.inner, "TransactWriteItems", header, body)
-	switch {
-	case resp.ok() && useToken:
+	var resp *response
+	if f.opts.DisableItemTransactions {
+		resp = f.minidynTransaction(ctx, header, body, &req)
+	} else {
+		resp = f.applyTransaction(ctx, header, body, &req)
+	}
+	if resp.ok() && useToken {
 		f.tokens.add(*req.ClientRequestToken, tokenRecord{digest: digest, expires: f.opts.Now().Add(ClientRequestTokenWindow)})
-	case resp.errorCode() == codeTransactionCanceled:
-		if err := f.afterTransactionCanceled(ctx, &req, resp); err != nil {
-			return errorResponse(http.StatusInternalServerError, "InternalServerError",
-				"localstack: amending the TransactWriteItems response: "+err.Error())
-		}
 	}
 	return resp
 }

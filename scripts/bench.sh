@@ -6,9 +6,19 @@
 #   fingerprint_speedup_vs_jcs size=64KiB x=<ratio>
 #   fingerprint_raw_vs_sha256 size=64KiB ratio=<ratio>
 #   middleware_overhead replay_cached_ns=<n> first_ns=<n> allocs_first=<n>
+#   latency case=<floor|claim_first|one_trip|replay|replay_cached> p50_rtt=<x> p99_rtt=<y>
+#   capacity mode=<claim_first|one_trip|separate_writes> outcome=<...> wcu=<x> rcu=<y>
+#   emulator transact_vs_put=<ratio>
+#   load guarded_vs_unguarded=<ratio>
 #
-#   scripts/bench.sh            # COUNT=6 runs of each benchmark
-#   COUNT=10 LOAD=1 scripts/bench.sh   # also the wrk load test (scripts/load.sh)
+# latency: BenchmarkLatency (handler/latency_bench_test.go), 16 clients,
+# LATENCY_N requests per case (default 800) over the embedded emulator
+# behind a 4 ms ± 1 ms seeded per-call latency; *_rtt is end-to-end
+# latency over the configured 4 ms. capacity: TestCapacityPerOutcome
+# (internal/capacity), units computed from the exact requests.
+#
+#   scripts/bench.sh            # COUNT=6 runs of each benchmark, and a 10 s load run
+#   COUNT=10 LOAD_DURATION=30s scripts/bench.sh
 #
 # Raw go test output and benchstat tables go to stderr and to $OUT
 # (default bench-out/).
@@ -38,9 +48,14 @@ for f in fingerprint middleware sweep; do
 	"${benchstat[@]}" "$out/$f.txt" | tee "$out/$f.benchstat" >&2 || true
 done
 
-if [ "${LOAD:-0}" = 1 ]; then
-	scripts/load.sh | tee "$out/load.txt"
-fi
+echo "== latency in round trips (16 clients, 4 ms ± 1 ms per call)" >&2
+go test -run '^$' -bench '^BenchmarkLatency$' -benchtime "${LATENCY_N:-800}x" -count 1 ./handler | tee "$out/latency.txt" >&2
+
+echo "== capacity units per outcome (asserted by the test)" >&2
+go test -count=1 -run '^TestCapacityPerOutcome$' -v ./internal/capacity >"$out/capacity.txt"
+
+echo "== load: the payments example guarded vs unguarded, and the emulator's ceilings (wrk)" >&2
+scripts/load.sh "${LOAD_DURATION:-10s}" "${LOAD_CONNECTIONS:-16}" | tee "$out/load.txt" >&2
 
 # mean NAME FILE COLUMN-UNIT: the mean of the value before UNIT on the
 # lines of benchmark NAME (its -N CPU suffix ignored).
@@ -67,3 +82,11 @@ awk -v a="$jcs" -v b="$ours" 'BEGIN { printf "fingerprint_speedup_vs_jcs size=64
 awk -v a="$sha" -v b="$raw" 'BEGIN { printf "fingerprint_raw_vs_sha256 size=64KiB ratio=%.2f\n", a / b }'
 awk -v b="$bare" -v c="$cached" -v f="$first" -v ba="$bare_allocs" -v fa="$first_allocs" \
 	'BEGIN { printf "middleware_overhead replay_cached_ns=%.0f first_ns=%.0f allocs_first=%.0f\n", c - b, f - b, fa - ba }'
+awk '/^BenchmarkLatency\// {
+		n = $1; sub(/^BenchmarkLatency\//, "", n); sub(/-[0-9]+$/, "", n)
+		for (i = 2; i < NF; i++) { if ($(i+1) == "p50_rtt") p50 = $i; if ($(i+1) == "p99_rtt") p99 = $i }
+		printf "latency case=%s p50_rtt=%.3f p99_rtt=%.3f\n", n, p50, p99
+	}' "$out/latency.txt"
+grep '^capacity ' "$out/capacity.txt"
+
+grep -E '^emulator transact_vs_put=|^load guarded_vs_unguarded=' "$out/load.txt"

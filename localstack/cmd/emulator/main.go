@@ -60,6 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.DisableConsumedCapacity, "disable-consumed-capacity", false, "leave ConsumedCapacity out of responses")
 	fs.BoolVar(&o.DisableScanSegments, "disable-scan-segments", false, "ignore Segment and TotalSegments: every segment of a parallel Scan reads the whole table")
 	fs.BoolVar(&o.DisableStartKeyResume, "disable-start-key-resume", false, "end a Scan or Query whose ExclusiveStartKey item was deleted instead of resuming after it")
+	fs.BoolVar(&o.DisableItemTransactions, "disable-item-transactions", false, "leave TransactWriteItems to minidyn, which copies every table a transaction writes (time proportional to the tables)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -1,0 +1,89 @@
+package localstack
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countingClient counts the requests it is asked to send and sends them
+// with the default transport.
+type countingClient struct{ sent atomic.Int64 }
+
+func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
+	c.sent.Add(1)
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestLatencyDelaysAreSeededAndWithinJitter(t *testing.T) {
+	lat := Latency{Base: 4 * time.Millisecond, Jitter: time.Millisecond, Seed: 7}
+	a, b := NewLatencyClient(nil, lat), NewLatencyClient(nil, lat)
+	other := NewLatencyClient(nil, Latency{Base: lat.Base, Jitter: lat.Jitter, Seed: 8})
+	var sum time.Duration
+	differs := false
+	const n = 10_000
+	for range n {
+		d := a.draw()
+		require.Equal(t, d, b.draw(), "one seed, one sequence")
+		if other.draw() != d {
+			differs = true
+		}
+		require.GreaterOrEqual(t, d, 3*time.Millisecond)
+		require.LessOrEqual(t, d, 5*time.Millisecond)
+		sum += d
+	}
+	assert.True(t, differs, "another seed gives another sequence")
+	assert.InDelta(t, float64(lat.Base), float64(sum/n), float64(50*time.Microsecond), "the mean is Base")
+
+	zero := NewLatencyClient(nil, Latency{Base: 0, Jitter: time.Second, Seed: 1})
+	for range 100 {
+		assert.GreaterOrEqual(t, zero.draw(), time.Duration(0), "never negative")
+	}
+	assert.Panics(t, func() { NewLatencyClient(nil, Latency{Base: -1}) })
+}
+
+func TestLatencyCallWhoseContextEndsInTheDelayIsNeverSent(t *testing.T) {
+	next := &countingClient{}
+	c := NewLatencyClient(next, Latency{Base: time.Hour, Seed: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/", nil)
+	require.NoError(t, err)
+	_, err = c.Do(req)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, int64(0), next.sent.Load(), "the request never left the client")
+}
+
+func TestLatencyOptionDelaysEveryCallOfTheEndpointsClients(t *testing.T) {
+	next := &countingClient{}
+	e := embedded(t, func(o *Options) {
+		o.HTTPClient = next
+		o.Latency = &Latency{Base: time.Hour, Seed: 1}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := e.Client.ListTables(ctx, &dynamodb.ListTablesInput{}, func(o *dynamodb.Options) {
+		o.RetryMaxAttempts = 1
+	})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, context.DeadlineExceeded), "the call waits out the latency: %v", err)
+	assert.Equal(t, int64(0), next.sent.Load(), "the delay comes before the request is sent")
+
+	// Without a context deadline the same kind of client reaches the
+	// emulator: a short latency, and the call succeeds through HTTPClient.
+	fast := embedded(t, func(o *Options) {
+		o.HTTPClient = next
+		o.Latency = &Latency{Base: time.Microsecond, Seed: 1}
+	})
+	_, err = fast.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{Limit: aws.Int32(1)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), next.sent.Load(), "one call, sent once through HTTPClient")
+}
