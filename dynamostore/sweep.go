@@ -31,9 +31,9 @@ const (
 	// MaxSweepSegments bounds SweepOptions.Segments; each segment is one
 	// goroutine with one request in flight. It is the most segments whose
 	// resume cursor, with every segment pending at a partition key of
-	// DynamoDB's maximal 2048 bytes and a table name of 255, still fits in
-	// the one item (400 KB, counted as 400,000 bytes) SaveSweepCursor
-	// writes: 145.
+	// DynamoDB's maximal 2048 bytes, a table name of 255 and a Region of
+	// MaxSweepRegionLen, still fits in the one item (400 KB, counted as
+	// 400,000 bytes) SaveRegionSweepCursor writes: 145.
 	MaxSweepSegments = 145
 	// DefaultSweepPageSize is the Limit of each Scan request: 500 items.
 	DefaultSweepPageSize = 500
@@ -93,6 +93,18 @@ type SweepOptions struct {
 	// rate limits wait with it; a test that injects Now and sets a rate
 	// limit must inject a Sleep that advances its clock.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Region, when set, restricts the sweep to the records that region
+	// wrote (Options.Region of the Store that wrote them): a record of
+	// another region, or of none, is left alone and counted as foreign, and
+	// every delete is also conditioned on the record's region. This is how
+	// a global table in multiregion's HomeRegion mode is evicted: one
+	// sweeper per region, each over its own replica with Region set to that
+	// region's name, so that each record is deleted only in the one region
+	// that writes it and a replicated delete never races a newer write.
+	// At most MaxSweepRegionLen bytes. Its resume cursors are its own: a
+	// sweep with another Region (or none) rejects them, and each region
+	// keeps its cursor in its own item (SaveRegionSweepCursor).
+	Region string
 	// Logger receives one summary record per sweep (level Info, or Warn
 	// when something failed) and a Debug record per record that changed
 	// between the scan and its delete. Keys appear only as short hashes.
@@ -110,8 +122,9 @@ type Sweeper struct {
 	opts   SweepOptions
 }
 
-// NewSweeper returns a Sweeper over table. It panics if client is nil or
-// table is empty: that is a configuration error, caught at start.
+// NewSweeper returns a Sweeper over table. It panics if client is nil,
+// table is empty or Region is longer than MaxSweepRegionLen bytes: that is
+// a configuration error, caught at start.
 // Out-of-range options are clamped: Segments to [1, MaxSweepSegments],
 // PageSize to at least 1.
 func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions)) *Sweeper {
@@ -123,6 +136,9 @@ func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions))
 		fn(&s.opts)
 	}
 	o := &s.opts
+	if err := checkSweepRegion(o.Region); err != nil {
+		panic(err.Error())
+	}
 	if o.Segments <= 0 {
 		o.Segments = DefaultSweepSegments
 	}
@@ -160,18 +176,19 @@ func (s *Sweeper) Options() SweepOptions { return s.opts }
 // sweepProjection reads the attributes a sweep decides on, nothing else:
 // the stored responses, often most of an item's size, are not transferred.
 // (DynamoDB charges read capacity on the full items all the same.)
-const sweepProjection = "#pk, #exp, #state, #lock, #lock_exp, #created"
+const sweepProjection = "#pk, #exp, #state, #lock, #lock_exp, #created, #region"
 
 func sweepProjectionNames() map[string]string {
 	return map[string]string{
 		"#pk": attrPK, "#exp": attrExpires, "#state": attrState,
 		"#lock": attrLock, "#lock_exp": attrLockExp, "#created": attrCreated,
+		"#region": attrRegion,
 	}
 }
 
 // Sweep makes one pass over the table, or continues the pass that cursor
-// (returned by an earlier Sweep of the same table; "" starts a new pass)
-// left unfinished.
+// (returned by an earlier Sweep of the same table and the same Region; ""
+// starts a new pass) left unfinished.
 //
 // Each segment scans its share of the table page by page, reading only the
 // attributes it decides on. At each page, with now read from Now once:
@@ -187,8 +204,9 @@ func sweepProjectionNames() map[string]string {
 //     with a DeleteItem conditioned on the same state, lock token and an
 //     expired lock: a record completed or claimed again survives;
 //   - every other record is live and is left alone;
-//   - an item that is not a key record (the cursor item at SweepCursorKey,
-//     anything written by others) is foreign and is left alone.
+//   - an item that is not a key record (the cursor items at SweepCursorKey
+//     and SweepCursorKeyFor, anything written by others) is foreign and is
+//     left alone.
 //
 // A delete whose condition fails counts as skipped. With DryRun nothing is
 // deleted and the report counts what would have been.
@@ -210,10 +228,10 @@ func sweepProjectionNames() map[string]string {
 // it from the failed page.
 func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error) {
 	start := s.opts.Now()
-	cur := &sweepCursor{Version: sweepCursorVersion, Table: s.table, Segments: make([]sweepSegCursor, s.opts.Segments)}
+	cur := newSweepCursor(s.table, s.opts.Region, s.opts.Segments)
 	if cursor != "" {
 		var err error
-		if cur, err = sweepDecodeCursor(cursor, s.table); err != nil {
+		if cur, err = sweepDecodeCursor(cursor, s.table, s.opts.Region); err != nil {
 			return nil, err
 		}
 	}
@@ -271,7 +289,7 @@ func (s *Sweeper) stopTime(ctx context.Context, start time.Time) time.Time {
 func (s *Sweeper) report(start time.Time, tallies []sweepTally) (*SweepReport, error) {
 	r := &SweepReport{Table: s.table, DryRun: s.opts.DryRun, Segments: len(tallies), Started: start, Finished: true}
 	var first error
-	next := &sweepCursor{Version: sweepCursorVersion, Table: s.table, Segments: make([]sweepSegCursor, len(tallies))}
+	next := newSweepCursor(s.table, s.opts.Region, len(tallies))
 	for i, t := range tallies {
 		r.Pages += t.pages
 		r.Scanned += t.scanned
@@ -442,6 +460,7 @@ type sweepFields struct {
 	lock       string
 	lockExp    int64 // epoch milliseconds
 	created    int64 // epoch milliseconds
+	region     string
 }
 
 // sweepParse reads the projected attributes; ok is false for an item that
@@ -464,6 +483,7 @@ func sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 	if err != nil {
 		return f, false
 	}
+	f.region, _ = getS(item, attrRegion) // absent: written by no region
 	switch State(state) {
 	case StateCompleted:
 	case StateInProgress:
@@ -483,14 +503,15 @@ func sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 // sweepItem decides one scanned item and deletes it if it must go.
 func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
 	f, ok := sweepParse(item)
+	region := r.s.opts.Region
 	switch {
-	case !ok:
+	case !ok || (region != "" && f.region != region):
 		t.foreign++
 	case f.exp < now.Unix() && !(f.inProgress && f.lockExp >= now.UnixMilli()):
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
-		r.remove(ctx, t, &t.evicted, "evict", f.pk, evictInput(r.s.table, f.pk, now))
+		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(evictInput(r.s.table, f.pk, now), region))
 	case f.inProgress && f.lockExp < now.UnixMilli():
-		r.remove(ctx, t, &t.reclaimed, "reclaim", f.pk, reclaimInput(r.s.table, f.pk, f.lock, now))
+		r.remove(ctx, t, &t.reclaimed, "reclaim", f.pk, inRegion(reclaimInput(r.s.table, f.pk, f.lock, now), region))
 	default:
 		t.live++
 		t.oldestLive = max(t.oldestLive, now.Sub(time.UnixMilli(f.created)))
@@ -528,6 +549,18 @@ func reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInp
 			":now_ms":      attrN(now.UnixMilli()),
 		},
 	}
+}
+
+// inRegion adds to a sweep's delete the condition that the record was
+// written by region, unless region is empty.
+func inRegion(in *dynamodb.DeleteItemInput, region string) *dynamodb.DeleteItemInput {
+	if region == "" {
+		return in
+	}
+	in.ConditionExpression = aws.String("(" + aws.ToString(in.ConditionExpression) + ") AND #region = :region")
+	in.ExpressionAttributeNames["#region"] = attrRegion
+	in.ExpressionAttributeValues[":region"] = attrS(region)
+	return in
 }
 
 // remove sends one conditional delete (unless DryRun) and counts its

@@ -17,7 +17,8 @@ import (
 )
 
 // ErrInvalidCursor reports a resume cursor that Sweep cannot use: not one
-// that Sweep returned, damaged, or returned by a sweep of another table.
+// that Sweep returned, damaged, or returned by a sweep of another table or
+// of another SweepOptions.Region.
 var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 
 // ErrCursorTooLarge reports a cursor that SaveSweepCursor cannot keep: its
@@ -27,6 +28,13 @@ var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 // most 2048 bytes) always fits, whatever its segments' keys; see
 // MaxSweepSegments.
 var ErrCursorTooLarge = errors.New("dynamostore: sweep cursor too large for one item")
+
+// MaxSweepRegionLen bounds SweepOptions.Region and the region of
+// LoadRegionSweepCursor and SaveRegionSweepCursor: 64 bytes (AWS region
+// names are shorter than 30). A region's cursor carries its name, and its
+// item's partition key does too; MaxSweepSegments counts both at this
+// length.
+const MaxSweepRegionLen = 64
 
 // Sizes behind MaxSweepSegments: the saved cursor is one item, and a
 // cursor holds one key per unfinished segment.
@@ -52,8 +60,11 @@ const maxCursorLen = 4 << 20
 // sweepCursor is the decoded form of a resume cursor: where each segment
 // of an unfinished pass stands.
 type sweepCursor struct {
-	Version  int              `json:"v"`
-	Table    string           `json:"table"`
+	Version int    `json:"v"`
+	Table   string `json:"table"`
+	// Region is the SweepOptions.Region of the sweep that wrote the
+	// cursor; "" for none (versions 1 and 2).
+	Region   string           `json:"-"`
 	Segments []sweepSegCursor `json:"segments"`
 }
 
@@ -72,17 +83,33 @@ type sweepKeyValue struct {
 	B []byte  `json:"B,omitempty"`
 }
 
-// sweepCursorVersion is the version encode writes. Version 1 was JSON:
-// its escapes (6 bytes for a control character) made the worst case six
-// times a key's size. Version 2 is binary: a key costs its own bytes plus
-// a few of framing, which bounds a cursor by its segment count alone.
-// sweepDecodeCursor reads both.
+// sweepCursorVersion is the version encode writes for a sweep without a
+// region. Version 1 was JSON: its escapes (6 bytes for a control
+// character) made the worst case six times a key's size. Version 2 is
+// binary: a key costs its own bytes plus a few of framing, which bounds a
+// cursor by its segment count alone. sweepDecodeCursor reads both.
 const sweepCursorVersion = 2
+
+// sweepRegionCursorVersion is the version encode writes for a sweep with a
+// region: version 2 with the region after the table name. A sweep without
+// a region still writes version 2, byte for byte as before.
+const sweepRegionCursorVersion = 3
+
+// newSweepCursor returns the cursor of a pass of segments segments from
+// the start, for a sweep of table restricted to region ("" for none).
+func newSweepCursor(table, region string, segments int) *sweepCursor {
+	v := sweepCursorVersion
+	if region != "" {
+		v = sweepRegionCursorVersion
+	}
+	return &sweepCursor{Version: v, Table: table, Region: region, Segments: make([]sweepSegCursor, segments)}
+}
 
 // Framing of a version 2 cursor, before base64url (no padding):
 //
-//	version byte (2)
+//	version byte (2, or 3 for a sweep with a region)
 //	uvarint length, table name
+//	version 3 only: uvarint length, region (1 to MaxSweepRegionLen bytes)
 //	uvarint segment count
 //	per segment: a tag (segFromStart, segDone or segAfter); after
 //	segAfter, a uvarint attribute count and per attribute, sorted by
@@ -94,15 +121,14 @@ const (
 	segAfter     byte = 2
 )
 
-// Worst-case sizes of a version 2 cursor of a key table: a table name of
+// Worst-case sizes of a cursor of a key table: version 3 with a region of
+// MaxSweepRegionLen bytes (a version 2 cursor is shorter), a table name of
 // maxTableNameBytes, and each segment pending after a key "pk" of
-// maxPartitionKeyBytes. A uvarint below 16384 takes 2 bytes at most.
+// maxPartitionKeyBytes. A uvarint below 16384 takes 2 bytes at most, one
+// below 128 one byte.
 const (
-	cursorHeaderBytes  = 1 + 2 + maxTableNameBytes + 2
+	cursorHeaderBytes  = 1 + 2 + maxTableNameBytes + 1 + MaxSweepRegionLen + 2
 	cursorSegmentBytes = 1 + 1 + 1 + len(attrPK) + 1 + 2 + maxPartitionKeyBytes
-	// cursorItemOverhead is the cursor item's size besides the cursor
-	// string: attribute names and the other values.
-	cursorItemOverhead = len(attrPK) + len(SweepCursorKey) + len(attrSweepCursor) + len(attrSweepUpdated) + maxUpdatedBytes
 )
 
 // sweepCursorWorstLen bounds the length of the cursor strings that a sweep
@@ -113,15 +139,23 @@ func sweepCursorWorstLen(segments int) int {
 }
 
 // sweepCursorItemBytes returns the size, by DynamoDB's rules, of the item
-// in which SaveSweepCursor keeps a cursor of cursorLen bytes, with its
-// "updated" number at its largest.
-func sweepCursorItemBytes(cursorLen int) int { return cursorItemOverhead + cursorLen }
+// in which SaveRegionSweepCursor keeps a cursor of cursorLen bytes for
+// region, with its "updated" number at its largest.
+func sweepCursorItemBytes(cursorLen int, region string) int {
+	return len(attrPK) + len(SweepCursorKeyFor(region)) + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
+}
 
-// encode returns the cursor as an opaque string: base64url of its
-// version 2 binary form.
+// encode returns the cursor as an opaque string: base64url of its binary
+// form, version 2 without a region, 3 with one.
 func (c *sweepCursor) encode() string {
 	b := []byte{sweepCursorVersion}
+	if c.Region != "" {
+		b[0] = sweepRegionCursorVersion
+	}
 	b = appendBytes(b, []byte(c.Table))
+	if c.Region != "" {
+		b = appendBytes(b, []byte(c.Region))
+	}
 	b = binary.AppendUvarint(b, uint64(len(c.Segments)))
 	for _, seg := range c.Segments {
 		switch {
@@ -150,10 +184,12 @@ func (c *sweepCursor) encode() string {
 
 func appendBytes(b, v []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
 
-// sweepDecodeCursor decodes a cursor returned by a sweep of table, of
-// version 1 or 2. Any other input is an error matching ErrInvalidCursor;
-// it never panics. The cursor it returns has Version sweepCursorVersion.
-func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
+// sweepDecodeCursor decodes a cursor returned by a sweep of table
+// restricted to region ("" for none): of version 1 or 2 without a region,
+// 3 with one. Any other input, a cursor of another table or of another
+// region included, is an error matching ErrInvalidCursor; it never panics.
+// The cursor it returns has the version encode writes for it.
+func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	if len(s) > maxCursorLen {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidCursor, maxCursorLen)
 	}
@@ -163,8 +199,8 @@ func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
 	}
 	var c *sweepCursor
 	switch {
-	case len(raw) > 0 && raw[0] == sweepCursorVersion:
-		c, err = decodeCursorV2(raw[1:])
+	case len(raw) > 0 && (raw[0] == sweepCursorVersion || raw[0] == sweepRegionCursorVersion):
+		c, err = decodeCursorV2(raw[1:], raw[0] == sweepRegionCursorVersion)
 	case len(raw) > 0 && raw[0] == '{':
 		c, err = decodeCursorV1(raw)
 	default:
@@ -174,7 +210,10 @@ func sweepDecodeCursor(s, table string) (*sweepCursor, error) {
 		return nil, err
 	}
 	c.Version = sweepCursorVersion
-	if err := c.validate(table); err != nil {
+	if c.Region != "" {
+		c.Version = sweepRegionCursorVersion
+	}
+	if err := c.validate(table, region); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -250,11 +289,16 @@ func (r *cursorReader) bytes() []byte {
 	return v
 }
 
-// decodeCursorV2 reads the binary form of version 2, after its version
-// byte.
-func decodeCursorV2(raw []byte) (*sweepCursor, error) {
+// decodeCursorV2 reads the binary form of version 2, or of version 3 when
+// withRegion is set, after its version byte.
+func decodeCursorV2(raw []byte, withRegion bool) (*sweepCursor, error) {
 	r := &cursorReader{b: raw}
 	c := &sweepCursor{Table: string(r.bytes())}
+	if withRegion {
+		if c.Region = string(r.bytes()); c.Region == "" || len(c.Region) > MaxSweepRegionLen {
+			r.fail()
+		}
+	}
 	n := r.uvarint(MaxSweepSegments)
 	for i := 0; i < n && r.err == nil; i++ {
 		var seg sweepSegCursor
@@ -299,11 +343,15 @@ func decodeCursorV2(raw []byte) (*sweepCursor, error) {
 	return c, nil
 }
 
-// validate checks what both versions must hold.
-func (c *sweepCursor) validate(table string) error {
+// validate checks what every version must hold.
+func (c *sweepCursor) validate(table, region string) error {
 	switch {
 	case c.Table != table:
 		return fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
+	case c.Region != region && region == "":
+		return fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, c.Region)
+	case c.Region != region:
+		return fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
 	case len(c.Segments) < 1 || len(c.Segments) > MaxSweepSegments:
 		return fmt.Errorf("%w: %d segments", ErrInvalidCursor, len(c.Segments))
 	}
@@ -375,6 +423,32 @@ func sweepKeyFromCursor(key map[string]sweepKeyValue) map[string]types.Attribute
 // digit), and Sweep never deletes it: it counts it as a foreign item.
 const SweepCursorKey = "#sweep-cursor"
 
+// regionCursorKeyPrefix begins the partition key of a region's cursor item.
+const regionCursorKeyPrefix = SweepCursorKey + "/"
+
+// SweepCursorKeyFor returns the partition key of the item that keeps the
+// resume cursor of the sweeps restricted to region
+// (SweepOptions.Region): SweepCursorKey when region is "", otherwise
+// SweepCursorKey + "/" + region. On a global table each region's sweeper
+// thus keeps its own item, which only it writes; the items replicate, and
+// no sweeper overwrites another's. Like SweepCursorKey, none of them is
+// ever a record's partition key (those begin with a decimal digit), and
+// Sweep never deletes them: it counts them as foreign items.
+func SweepCursorKeyFor(region string) string {
+	if region == "" {
+		return SweepCursorKey
+	}
+	return regionCursorKeyPrefix + region
+}
+
+// checkSweepRegion refuses a region longer than MaxSweepRegionLen.
+func checkSweepRegion(region string) error {
+	if len(region) > MaxSweepRegionLen {
+		return fmt.Errorf("dynamostore: sweep region of %d bytes, more than %d (MaxSweepRegionLen)", len(region), MaxSweepRegionLen)
+	}
+	return nil
+}
+
 // Attributes of the cursor item besides pk.
 const (
 	attrSweepCursor  = "cursor"
@@ -394,11 +468,25 @@ var _ CursorClient = (*dynamodb.Client)(nil)
 // LoadSweepCursor returns the resume cursor saved in table by
 // SaveSweepCursor, or "" when there is none (no pass is unfinished). It
 // costs one consistent GetItem. Errors: *StoreError, or *RecordError when
-// the item at SweepCursorKey is not a cursor item.
+// the item at SweepCursorKey is not a cursor item. It is
+// LoadRegionSweepCursor with region "".
 func LoadSweepCursor(ctx context.Context, client CursorClient, table string) (string, error) {
+	return LoadRegionSweepCursor(ctx, client, table, "")
+}
+
+// LoadRegionSweepCursor returns the resume cursor that
+// SaveRegionSweepCursor saved in table for region, from the item at
+// SweepCursorKeyFor(region), or "" when there is none. It costs one
+// consistent GetItem. Errors: *StoreError; *RecordError when that item is
+// not a cursor item; without any call, an error when region is longer than
+// MaxSweepRegionLen bytes.
+func LoadRegionSweepCursor(ctx context.Context, client CursorClient, table, region string) (string, error) {
+	if err := checkSweepRegion(region); err != nil {
+		return "", err
+	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &table,
-		Key:            map[string]types.AttributeValue{attrPK: attrS(SweepCursorKey)},
+		Key:            map[string]types.AttributeValue{attrPK: attrS(SweepCursorKeyFor(region))},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -418,15 +506,30 @@ func LoadSweepCursor(ctx context.Context, client CursorClient, table string) (st
 // written as the item's "updated" time for operators. Errors: *StoreError, or, without
 // any call, an error matching ErrCursorTooLarge when the item would exceed
 // 400,000 bytes (never for a cursor that a Sweeper returned for a key table).
+// It is SaveRegionSweepCursor with region "".
 func SaveSweepCursor(ctx context.Context, client CursorClient, table, cursor string, now time.Time) error {
-	key := map[string]types.AttributeValue{attrPK: attrS(SweepCursorKey)}
+	return SaveRegionSweepCursor(ctx, client, table, "", cursor, now)
+}
+
+// SaveRegionSweepCursor is SaveSweepCursor for the sweeps restricted to
+// region (SweepOptions.Region): it keeps cursor in the item at
+// SweepCursorKeyFor(region), for LoadRegionSweepCursor with the same
+// region, and leaves every other region's item alone. A Sweeper with
+// Region set rejects (ErrInvalidCursor) a cursor of another region. It
+// also fails without any call when region is longer than
+// MaxSweepRegionLen bytes.
+func SaveRegionSweepCursor(ctx context.Context, client CursorClient, table, region, cursor string, now time.Time) error {
+	if err := checkSweepRegion(region); err != nil {
+		return err
+	}
+	key := map[string]types.AttributeValue{attrPK: attrS(SweepCursorKeyFor(region))}
 	if cursor == "" {
 		if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: key}); err != nil {
 			return &StoreError{Op: "DeleteItem", Err: err}
 		}
 		return nil
 	}
-	if size := sweepCursorItemBytes(len(cursor)); size > cursorItemLimit {
+	if size := sweepCursorItemBytes(len(cursor), region); size > cursorItemLimit {
 		return fmt.Errorf("%w: the item would take %d bytes, more than DynamoDB's 400 KB (%d)", ErrCursorTooLarge, size, cursorItemLimit)
 	}
 	item := map[string]types.AttributeValue{

@@ -3,10 +3,14 @@ package dynamostore
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +26,7 @@ func TestCursorRoundTripsEveryKeyType(t *testing.T) {
 	after, ok := sweepKeyToCursor(key)
 	require.True(t, ok)
 	c := &sweepCursor{Version: sweepCursorVersion, Table: "keys", Segments: []sweepSegCursor{{Done: true}, {After: after}, {}}}
-	back, err := sweepDecodeCursor(c.encode(), "keys")
+	back, err := sweepDecodeCursor(c.encode(), "keys", "")
 	require.NoError(t, err)
 	assert.Equal(t, c, back)
 	assert.Equal(t, key, sweepKeyFromCursor(back.Segments[1].After))
@@ -75,15 +79,15 @@ func TestDecodeCursorRejectsEverythingItDidNotWrite(t *testing.T) {
 		"v2 empty value":         v2(1, 2, 1, 2, 'p', 'k', 'B', 0),
 		"v2 empty name":          v2(1, 2, 1, 0, 'S', 1, 'x'),
 		"v2 other table":         base64.RawURLEncoding.EncodeToString([]byte{2, 1, 'o', 1, 1}),
-		"unknown version byte":   base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 1, 1}),
+		"unknown version byte":   base64.RawURLEncoding.EncodeToString([]byte{4, 4, 'k', 'e', 'y', 's', 1, 1}),
 	} {
 		cases[name] = c
 	}
-	ok, err := sweepDecodeCursor(v2(append([]byte{1}, pk...)...), "keys")
+	ok, err := sweepDecodeCursor(v2(append([]byte{1}, pk...)...), "keys", "")
 	require.NoError(t, err, "the well-formed twin of the v2 cases")
 	assert.Equal(t, map[string]types.AttributeValue{"pk": attrS("x")}, sweepKeyFromCursor(ok.Segments[0].After))
 	for name, c := range cases {
-		_, err := sweepDecodeCursor(c, "keys")
+		_, err := sweepDecodeCursor(c, "keys", "")
 		assert.ErrorIs(t, err, ErrInvalidCursor, name)
 	}
 }
@@ -95,7 +99,7 @@ func FuzzSweepCursor(f *testing.F) {
 	f.Add("eyJ2IjoxfQ")
 	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"table":"keys","segments":[{"done":true},{"after":{"pk":{"S":"3:abck"}}},{}]}`)))
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := sweepDecodeCursor(s, "keys")
+		c, err := sweepDecodeCursor(s, "keys", "")
 		if err != nil {
 			if c != nil {
 				t.Fatal("a cursor with an error")
@@ -105,7 +109,7 @@ func FuzzSweepCursor(f *testing.F) {
 		for _, seg := range c.Segments {
 			_ = sweepKeyFromCursor(seg.After)
 		}
-		again, err := sweepDecodeCursor(c.encode(), "keys")
+		again, err := sweepDecodeCursor(c.encode(), "keys", "")
 		if err != nil {
 			t.Fatalf("re-encoded cursor rejected: %v", err)
 		}
@@ -114,11 +118,12 @@ func FuzzSweepCursor(f *testing.F) {
 }
 
 // worstCaseCursor returns the largest cursor a sweep of a key table can
-// return with the given segments: every segment pending after a partition
-// key of DynamoDB's maximal 2048 bytes, made of control characters (each
-// took 6 bytes in version 1's JSON), on a table with a 255-byte name.
-func worstCaseCursor(table string, segments int) *sweepCursor {
-	c := &sweepCursor{Version: sweepCursorVersion, Table: table, Segments: make([]sweepSegCursor, segments)}
+// return with the given segments and region: every segment pending after
+// a partition key of DynamoDB's maximal 2048 bytes, made of control
+// characters (each took 6 bytes in version 1's JSON), on a table with a
+// 255-byte name.
+func worstCaseCursor(table, region string, segments int) *sweepCursor {
+	c := newSweepCursor(table, region, segments)
 	for i := range c.Segments {
 		pk := []byte(strings.Repeat("\x01", 2048))
 		pk[0], pk[1] = byte('0'+i%10), byte('0'+i/10%10) // distinct keys
@@ -129,31 +134,65 @@ func worstCaseCursor(table string, segments int) *sweepCursor {
 }
 
 // cursorItemSize is the size by DynamoDB's rules of the item SaveSweepCursor
-// writes for cursor: attribute names, the key, the cursor, and the
-// "updated" number counted at its largest (21 bytes). The limit is 400 KB
-// counted as 400,000 bytes, the least that DynamoDB implementations accept.
-func cursorItemSize(cursor string) int {
-	return len("pk") + len(SweepCursorKey) + len("cursor") + len(cursor) + len("updated") + 21
+// (region "") or SaveRegionSweepCursor writes for cursor: attribute names,
+// the key, the cursor, and the "updated" number counted at its largest (21
+// bytes). The limit is 400 KB counted as 400,000 bytes, the least that
+// DynamoDB implementations accept.
+func cursorItemSize(cursor, region string) int {
+	key := SweepCursorKey
+	if region != "" {
+		key += "/" + region
+	}
+	return len("pk") + len(key) + len("cursor") + len(cursor) + len("updated") + 21
 }
+
+// longestRegion is a region name of MaxSweepRegionLen bytes.
+var longestRegion = strings.Repeat("r", MaxSweepRegionLen)
 
 func TestWorstCaseCursorAtMaxSweepSegmentsFitsInOneItemAndOneMoreSegmentWouldNot(t *testing.T) {
 	table := strings.Repeat("t", 255)
-	atMax := worstCaseCursor(table, MaxSweepSegments).encode()
-	assert.LessOrEqual(t, cursorItemSize(atMax), 400_000, "the saved cursor is one item")
-	over := worstCaseCursor(table, MaxSweepSegments+1).encode()
-	assert.Greater(t, cursorItemSize(over), 400_000, "MaxSweepSegments is the largest count that fits")
+	for _, region := range []string{"", longestRegion} {
+		atMax := worstCaseCursor(table, region, MaxSweepSegments).encode()
+		assert.LessOrEqual(t, cursorItemSize(atMax, region), 400_000, "the saved cursor is one item (region %q)", region)
+		over := worstCaseCursor(table, region, MaxSweepSegments+1).encode()
+		assert.Greater(t, cursorItemSize(over, region), 400_000, "MaxSweepSegments is the largest count that fits (region %q)", region)
+	}
 }
+
+func TestRegionLongerThanMaxSweepRegionLenIsBoundedExplicitly(t *testing.T) {
+	assert.GreaterOrEqual(t, MaxSweepRegionLen, len("ap-southeast-2")+10, "room for every AWS region name")
+	// The bound is what keeps the worst-case item inside 400 KB; a region
+	// as long as the remaining room would not fit.
+	table := strings.Repeat("t", 255)
+	room := 400_000 - cursorItemSize(worstCaseCursor(table, "", MaxSweepSegments).encode(), "")
+	huge := strings.Repeat("r", room)
+	assert.Greater(t, cursorItemSize(worstCaseCursor(table, huge, MaxSweepSegments).encode(), huge), 400_000)
+
+	assert.Panics(t, func() {
+		NewSweeper(dummySweepClient{}, "keys", func(o *SweepOptions) { o.Region = longestRegion + "r" })
+	})
+	assert.NotPanics(t, func() {
+		NewSweeper(dummySweepClient{}, "keys", func(o *SweepOptions) { o.Region = longestRegion })
+	})
+}
+
+// dummySweepClient is a SweepClient for constructors only: it is never
+// called.
+type dummySweepClient struct{ SweepClient }
 
 func TestCursorWorstCaseComputationMatchesTheEncoder(t *testing.T) {
 	table := strings.Repeat("t", 255)
 	for _, n := range []int{1, 2, 127} { // a segment count below 128 takes one byte, not two
-		assert.LessOrEqual(t, len(worstCaseCursor(table, n).encode()), sweepCursorWorstLen(n), n)
+		assert.LessOrEqual(t, len(worstCaseCursor(table, longestRegion, n).encode()), sweepCursorWorstLen(n), n)
+		assert.Less(t, len(worstCaseCursor(table, "", n).encode()), sweepCursorWorstLen(n), n)
 	}
 	for _, n := range []int{128, MaxSweepSegments} {
-		assert.Equal(t, sweepCursorWorstLen(n), len(worstCaseCursor(table, n).encode()), n)
+		assert.Equal(t, sweepCursorWorstLen(n), len(worstCaseCursor(table, longestRegion, n).encode()), n)
 	}
-	assert.LessOrEqual(t, sweepCursorItemBytes(sweepCursorWorstLen(MaxSweepSegments)), cursorItemLimit)
-	assert.Greater(t, sweepCursorItemBytes(sweepCursorWorstLen(MaxSweepSegments+1)), cursorItemLimit)
+	assert.LessOrEqual(t, sweepCursorItemBytes(sweepCursorWorstLen(MaxSweepSegments), longestRegion), cursorItemLimit)
+	assert.Greater(t, sweepCursorItemBytes(sweepCursorWorstLen(MaxSweepSegments+1), longestRegion), cursorItemLimit)
+	assert.Equal(t, cursorItemSize("abc", longestRegion), sweepCursorItemBytes(3, longestRegion))
+	assert.Equal(t, cursorItemSize("abc", ""), sweepCursorItemBytes(3, ""))
 }
 
 func TestWorstCaseCursorAtMaxSweepSegmentsIsSavedAndLoadedBack(t *testing.T) {
@@ -164,13 +203,15 @@ func TestWorstCaseCursorAtMaxSweepSegmentsIsSavedAndLoadedBack(t *testing.T) {
 	require.NoError(t, EnsureTable(ctx, ep.Client, table, time.Minute))
 	ddbtest.DeleteOnCleanup(t, ep.Client, table)
 
-	want := worstCaseCursor(table, MaxSweepSegments)
-	require.NoError(t, SaveSweepCursor(ctx, ep.Client, table, want.encode(), time.Unix(1_800_000_000, 0)))
-	saved, err := LoadSweepCursor(ctx, ep.Client, table)
-	require.NoError(t, err)
-	got, err := sweepDecodeCursor(saved, table)
-	require.NoError(t, err, "a sweep resumes from the saved cursor")
-	assert.Equal(t, want, got)
+	for _, region := range []string{"", longestRegion} {
+		want := worstCaseCursor(table, region, MaxSweepSegments)
+		require.NoError(t, SaveRegionSweepCursor(ctx, ep.Client, table, region, want.encode(), time.Unix(1_800_000_000, 0)), region)
+		saved, err := LoadRegionSweepCursor(ctx, ep.Client, table, region)
+		require.NoError(t, err)
+		got, err := sweepDecodeCursor(saved, table, region)
+		require.NoError(t, err, "a sweep resumes from the saved cursor")
+		assert.Equal(t, want, got)
+	}
 }
 
 func TestSaveSweepCursorRefusesACursorLargerThanAnItemWithoutACall(t *testing.T) {
@@ -188,12 +229,194 @@ func TestCursorOfVersion1IsStillRead(t *testing.T) {
 	// A cursor saved by a sweeper before version 2, with a key of each type.
 	v1 := base64.RawURLEncoding.EncodeToString([]byte(
 		`{"v":1,"table":"keys","segments":[{"done":true},{"after":{"pk":{"S":"7:tenant<&>k"},"n":{"N":"-12"},"b":{"B":"AAH/"}}},{}]}`))
-	c, err := sweepDecodeCursor(v1, "keys")
+	c, err := sweepDecodeCursor(v1, "keys", "")
 	require.NoError(t, err)
 	assert.Equal(t, sweepCursorVersion, c.Version)
 	assert.Equal(t, map[string]types.AttributeValue{"pk": attrS("7:tenant<&>k"), "n": attrN(-12), "b": attrB([]byte{0, 1, 255})},
 		sweepKeyFromCursor(c.Segments[1].After))
-	again, err := sweepDecodeCursor(c.encode(), "keys")
+	again, err := sweepDecodeCursor(c.encode(), "keys", "")
 	require.NoError(t, err)
 	assert.Equal(t, c, again, "re-encoded as version 2")
+}
+
+func TestCursorWithoutRegionIsStillVersion2ByteForByte(t *testing.T) {
+	after, _ := sweepKeyToCursor(map[string]types.AttributeValue{"pk": attrS("x")})
+	c := newSweepCursor("keys", "", 3)
+	c.Segments[0].Done, c.Segments[2].After = true, after
+	want := []byte{2, 4, 'k', 'e', 'y', 's', 3, 1, 0, 2, 1, 2, 'p', 'k', 'S', 1, 'x'}
+	assert.Equal(t, base64.RawURLEncoding.EncodeToString(want), c.encode())
+	assert.Equal(t, sweepCursorVersion, c.Version)
+	assert.Equal(t, SweepCursorKey, SweepCursorKeyFor(""), "the region-less cursor item is where it always was")
+}
+
+func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T) {
+	east := newSweepCursor("keys", "us-east-1", 2)
+	east.Segments[0].Done = true
+	enc := east.encode()
+	back, err := sweepDecodeCursor(enc, "keys", "us-east-1")
+	require.NoError(t, err)
+	assert.Equal(t, east, back)
+	assert.Equal(t, sweepRegionCursorVersion, back.Version)
+
+	for name, c := range map[string]struct{ cursor, region string }{
+		"another region":             {enc, "eu-west-1"},
+		"a region's, read by none":   {enc, ""},
+		"a prefix of the region":     {enc, "us-east"},
+		"no region's, read by one":   {newSweepCursor("keys", "", 2).encode(), "us-east-1"},
+		"version 1, read by one":     {base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"table":"keys","segments":[{}]}`)), "us-east-1"},
+		"v3 with an empty region":    {base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 0, 1, 1}), ""},
+		"v3 with a region too long":  {base64.RawURLEncoding.EncodeToString(append(append([]byte{3, 4, 'k', 'e', 'y', 's', MaxSweepRegionLen + 1}, longestRegion+"r"...), 1, 1)), longestRegion + "r"},
+		"v3 truncated in the region": {base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 9, 'u', 's'}), "us"},
+	} {
+		_, err := sweepDecodeCursor(c.cursor, "keys", c.region)
+		assert.ErrorIs(t, err, ErrInvalidCursor, name)
+	}
+	_, err = sweepDecodeCursor(enc, "keys", "eu-west-1")
+	assert.Contains(t, err.Error(), "another region")
+}
+
+func TestEachRegionsCursorHasItsOwnItemAndAnOverlongRegionMakesNoCall(t *testing.T) {
+	keys := map[string]bool{}
+	for _, region := range []string{"", "us-east-1", "eu-west-1", "us-east-1/x", longestRegion} {
+		key := SweepCursorKeyFor(region)
+		assert.False(t, keys[key], "one item per region: %q", region)
+		keys[key] = true
+		_, _, isRecord := splitPartitionKey(key)
+		assert.False(t, isRecord, "never a record's partition key: %q", key)
+		assert.LessOrEqual(t, len(key), len(SweepCursorKey)+1+MaxSweepRegionLen)
+	}
+
+	ep := localstack.ForTest(t)
+	calls := ddbtest.NewCounter()
+	client := ep.NewClient(calls.Install)
+	tooLong := longestRegion + "r"
+	_, err := LoadRegionSweepCursor(context.Background(), client, "keys", tooLong)
+	assert.ErrorContains(t, err, "MaxSweepRegionLen")
+	err = SaveRegionSweepCursor(context.Background(), client, "keys", tooLong, "c", time.Unix(1_800_000_000, 0))
+	assert.ErrorContains(t, err, "MaxSweepRegionLen")
+	assert.Zero(t, calls.Total())
+}
+
+// clockedScans advances the clock after every Scan, so that a Budget of
+// one step ends a sweep after one page.
+type clockedScans struct {
+	SweepClient
+	clock *ddbtest.Clock
+	step  time.Duration
+}
+
+func (c *clockedScans) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.SweepClient.Scan(ctx, in, optFns...)
+	c.clock.Advance(c.step)
+	return out, err
+}
+
+// regionalTable is a key table without TTL holding, for each region, ten
+// completed records that region wrote and that expired an hour ago.
+func regionalTable(t *testing.T, regions ...string) (*localstack.Endpoint, string, *ddbtest.Clock) {
+	t.Helper()
+	ep := localstack.ForTest(t)
+	ctx := context.Background()
+	table := localstack.TableName("regcursor")
+	require.NoError(t, EnsureTableWithoutTTL(ctx, ep.Client, table, time.Minute))
+	ddbtest.DeleteOnCleanup(t, ep.Client, table)
+	clock := ddbtest.NewClock(time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC))
+	for _, region := range regions {
+		s := New(ep.Client, table, func(o *Options) {
+			o.Region, o.Lease, o.Retention = region, time.Minute, time.Hour
+			o.Now = func() time.Time { return clock.Now().Add(-2 * time.Hour) }
+		})
+		for i := range 10 {
+			key := fmt.Sprintf("%s-%d", region, i)
+			c, err := s.Claim(ctx, Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: make([]byte, 32)})
+			require.NoError(t, err)
+			_, err = s.Complete(ctx, c, Response{Status: 201})
+			require.NoError(t, err)
+		}
+	}
+	return ep, table, clock
+}
+
+// On a global table each region runs its own scheduled sweeper with
+// Region set. Their cursor items replicate to every replica, which is one
+// table here: each sweeper must find its own cursor, not the other's.
+func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
+	ep, table, clock := regionalTable(t, "us-east-1", "eu-west-1")
+	ctx := context.Background()
+	client := &clockedScans{SweepClient: ep.Client, clock: clock, step: time.Second}
+	evicted, sweeps := map[string]int64{}, map[string]int{}
+	finished := map[string]bool{}
+	for round := 0; round < 20 && !(finished["us-east-1"] && finished["eu-west-1"]); round++ {
+		for _, region := range []string{"us-east-1", "eu-west-1"} {
+			if finished[region] {
+				continue
+			}
+			cursor, err := LoadRegionSweepCursor(ctx, ep.Client, table, region)
+			require.NoError(t, err)
+			require.Equal(t, round > 0, cursor != "", "%s resumes from round 1 on (round %d)", region, round)
+			s := NewSweeper(client, table, func(o *SweepOptions) {
+				o.Region, o.Segments, o.PageSize, o.ItemsPerSecond = region, 1, 4, -1
+				o.Budget, o.Now = time.Second, clock.Now // one page per sweep
+			})
+			r, err := s.Sweep(ctx, cursor)
+			require.NoError(t, err, "%s resumes from its own cursor (round %d)", region, round)
+			require.NoError(t, SaveRegionSweepCursor(ctx, ep.Client, table, region, r.Cursor, clock.Now()))
+			evicted[region] += r.Evicted
+			sweeps[region]++
+			finished[region] = r.Finished
+		}
+		if round == 0 {
+			keys := itemKeys(t, ep.Client, table)
+			assert.Contains(t, keys, SweepCursorKey+"/us-east-1")
+			assert.Contains(t, keys, SweepCursorKey+"/eu-west-1")
+			assert.NotContains(t, keys, SweepCursorKey)
+		}
+	}
+	assert.Equal(t, map[string]bool{"us-east-1": true, "eu-west-1": true}, finished)
+	assert.Equal(t, map[string]int64{"us-east-1": 10, "eu-west-1": 10}, evicted, "each evicted its own region's records")
+	assert.Greater(t, sweeps["us-east-1"], 2, "budgeted to one page, each had to resume")
+	assert.Greater(t, sweeps["eu-west-1"], 2)
+	assert.Empty(t, itemKeys(t, ep.Client, table), "every record evicted, both finished passes deleted their cursor items")
+}
+
+// The items that are not key records (the cursor items, every region's,
+// and multiregion's topology record) are foreign to every sweep, even with
+// attributes that would make a record expired.
+func TestSweepersLeaveEveryCursorItemAndTheTopologyRecordAlone(t *testing.T) {
+	ep, table, clock := regionalTable(t)
+	ctx := context.Background()
+	reserved := []string{SweepCursorKey, SweepCursorKeyFor("us-east-1"), SweepCursorKeyFor("eu-west-1"),
+		"#idemkey/multiregion/topology"} // multiregion.TopologyPartitionKey
+	for _, pk := range reserved {
+		_, err := ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+			attrPK: attrS(pk), attrExpires: attrN(1), attrCreated: attrN(1), attrState: attrS(string(StateCompleted)),
+			attrRegion: attrS("us-east-1"), attrSweepCursor: attrS("c"),
+		}})
+		require.NoError(t, err)
+	}
+	for _, region := range []string{"", "us-east-1", "eu-west-1"} {
+		r, err := NewSweeper(ep.Client, table, func(o *SweepOptions) { o.Region, o.Now = region, clock.Now }).Sweep(ctx, "")
+		require.NoError(t, err, region)
+		assert.Equal(t, int64(len(reserved)), r.Foreign, region)
+		assert.Zero(t, r.Evicted+r.Reclaimed+r.Skipped, region)
+	}
+	assert.ElementsMatch(t, reserved, itemKeys(t, ep.Client, table))
+}
+
+// itemKeys returns the sorted partition keys of every item in table.
+func itemKeys(t *testing.T, client *dynamodb.Client, table string) []string {
+	t.Helper()
+	keys := []string{}
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: &table, ProjectionExpression: aws.String(attrPK), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		require.NoError(t, err)
+		for _, item := range page.Items {
+			pk, err := getS(item, attrPK)
+			require.NoError(t, err)
+			keys = append(keys, pk)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -60,7 +60,8 @@ type SweepReport struct {
 	Skipped int64
 	// LiveKeys counts live records seen: neither expired nor stuck.
 	LiveKeys int64
-	// Foreign counts items that are not key records, left alone.
+	// Foreign counts items that are not key records, and with
+	// SweepOptions.Region the records of other regions, left alone.
 	Foreign int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen.

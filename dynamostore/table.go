@@ -38,6 +38,15 @@ var ErrTableSchema = errors.New("dynamostore: table schema does not fit key reco
 // processes at once. An existing table with another key schema, or with TTL
 // on another attribute, is an error matching ErrTableSchema.
 func EnsureTable(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
+	if err := ensureActive(ctx, client, table, maxWait); err != nil {
+		return err
+	}
+	return ensureTTL(ctx, client, table)
+}
+
+// ensureActive creates table if missing (without TTL), checks the key
+// schema of an existing one, and waits until it is ACTIVE.
+func ensureActive(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
 	if maxWait <= 0 {
 		maxWait = 2 * time.Minute
 	}
@@ -71,7 +80,43 @@ func EnsureTable(ctx context.Context, client TableClient, table string, maxWait 
 			return &StoreError{Op: "DescribeTable", Err: err}
 		}
 	}
-	return ensureTTL(ctx, client, table)
+	return nil
+}
+
+// ErrTTLEnabled reports a table whose TTL is enabled (or enabling, or
+// still disabling) where EnsureTableWithoutTTL requires it off. It matches
+// ErrTableSchema too.
+var ErrTTLEnabled = fmt.Errorf("%w: TTL must be off", ErrTableSchema)
+
+// EnsureTableWithoutTTL is EnsureTable for a key table whose expired
+// records a sweeper deletes and DynamoDB TTL must not: a multi-Region
+// strongly consistent (MRSC) global table, which does not support TTL, and
+// a multi-Region eventually consistent (MREC) global table guarded in
+// multiregion's HomeRegion mode, where a TTL deletion in one replica is
+// replicated to every other and can erase a newer record (see package
+// multiregion).
+//
+// It creates table if missing (on-demand capacity, partition key "pk" of
+// type String, no TTL) and waits until it is ACTIVE (at most maxWait,
+// default two minutes when zero), as EnsureTable does, then reads the
+// table's TTL with DescribeTimeToLive and never changes it: TTL ENABLED,
+// ENABLING or DISABLING (TTL deletions continue until DISABLED), on any
+// attribute, is an error matching ErrTTLEnabled and ErrTableSchema. An
+// existing table with another key schema is an error matching
+// ErrTableSchema. It is idempotent and safe to call at every start.
+func EnsureTableWithoutTTL(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
+	if err := ensureActive(ctx, client, table, maxWait); err != nil {
+		return err
+	}
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+	}
+	if d := out.TimeToLiveDescription; d != nil && d.TimeToLiveStatus != "" && d.TimeToLiveStatus != types.TimeToLiveStatusDisabled {
+		return fmt.Errorf("%w: table %q has TTL %s on %q; disable it (UpdateTimeToLive) and wait until it is DISABLED, "+
+			"and evict expired records with a sweeper", ErrTTLEnabled, table, d.TimeToLiveStatus, aws.ToString(d.AttributeName))
+	}
+	return nil
 }
 
 func checkKeySchema(table string, t *types.TableDescription) error {

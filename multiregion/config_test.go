@@ -88,9 +88,13 @@ func TestNewAcceptsEachModeWithItsDocumentedAlternatives(t *testing.T) {
 	}{
 		{"single region (the default)", offline("us-east-1"), func(o *multiregion.Options) {}},
 		{"single region with a store writing no region", []multiregion.Region{{Name: "a", Store: dynamostore.New(dynamodb.New(dynamodb.Options{}), "keys")}}, func(o *multiregion.Options) {}},
-		{"home region, fail closed", offline(three...), func(o *multiregion.Options) { o.Mode = multiregion.HomeRegion }},
+		{"home region, fail closed", offline(three...), func(o *multiregion.Options) {
+			o.Mode = multiregion.HomeRegion
+			o.Eviction = multiregion.EvictBySweeper
+		}},
 		{"home region with failover and pins", offline(three...), func(o *multiregion.Options) {
 			o.Mode = multiregion.HomeRegion
+			o.Eviction = multiregion.EvictBySweeper
 			o.Failover = true
 			o.Pins = map[string]string{"t": "eu-west-1"}
 		}},

@@ -106,9 +106,20 @@
 //     it (the only writer, so a consistent read there is authoritative).
 //     A completed one is promoted: the home claim commits its response,
 //     marked with its execution (PromotedHeader), and the request is
-//     answered as a replay. This costs one cross-region consistent GetItem
-//     per other region for each first execution in failover mode (the
-//     regions are read in parallel), and nothing for replays.
+//     answered as a replay. An abandoned one (in progress, its lock
+//     expired: its owner may only be stalled) is retired in the region that
+//     wrote it before the home executes: a claim there takes the expired
+//     lock, so the stalled owner's commit, fenced by its lock token, can no
+//     longer land (mode home-failover-zombie). When the writing region
+//     cannot be read, the copy replicated into the home region decides
+//     (mode home-failover-replica); when that copy is abandoned (it cannot
+//     be retired) or cannot be read either, the request fails closed. When
+//     the home replica holds none, the request goes ahead: a failover
+//     execution that had not replicated is one within the replication lag
+//     before its region became unreachable, the stated risk, and Reconcile
+//     reports it. This costs one cross-region consistent GetItem per other
+//     region for each first execution in failover mode (the regions are
+//     read in parallel), and nothing for replays.
 //   - Reconcile lists the failover records (one filtered Scan per region),
 //     promotes each into an absent home record with a claim whose condition
 //     holds only while the key is absent, expired or abandoned, and reports
@@ -130,41 +141,76 @@
 // old home's record has not replicated can execute again; change them when
 // replication has caught up.
 //
+// # Eviction: why HomeRegion mode refuses TTL
+//
+// On an MREC table "DynamoDB replicates TTL deletes to all replica tables"
+// (developer guide, "Time to Live (TTL)",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/TTL.html),
+// and concurrent changes of an item are resolved by "the latest internal
+// timestamp on a per-item basis", last writer wins; a conditional write
+// "evaluates the condition expression against the version of the item in
+// the Region" ("Global tables core concepts",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/globaltables-CoreConcepts.html).
+// So when the home region writes a key anew (a claim reusing it after its
+// retention, or reclaiming an abandoned claim) while another replica, which
+// has not seen that write yet, TTL-deletes its old expired version, the
+// deletion can be the later change: it replicates, wins, and erases the
+// newer record; had it completed, the next retry executes again
+// (internal/regionsim, mode home-ttl-replicated). A sweeper deleting in a
+// region that did not write the record has the same race. HomeRegion mode
+// therefore refuses Eviction = EvictByTTL (ErrTTLReplicated): turn TTL off
+// (dynamostore.EnsureTableWithoutTTL checks it; idemctl create-table
+// -no-ttl), and in each region run a sweeper over that region's replica
+// with dynamostore.SweepOptions.Region set to the region's name. Every
+// record is then deleted only in the one region that writes it (its home,
+// or for a failover record its failover region), where the delete is
+// ordered with that region's writes of the item. New cannot read the
+// table's TTL setting itself (it does no I/O); the declaration is required
+// instead and EnsureTableWithoutTTL verifies it at start.
+//
 // # What MRSC tables do not support
 //
-// From the DynamoDB developer guide, "Global tables core concepts"
-// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/V2globaltables_HowItWorks.html):
+// An MRSC global table spans exactly three regions: three replicas, or two
+// replicas and a witness, which holds replicated change data for the
+// quorum but serves no reads or writes ("Multi-Region strong consistency",
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/multi-region-strong-consistency-gt.html;
+// UpdateTable, GlobalTableWitnessUpdates: "You cannot perform read or write
+// operations on a witness",
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_UpdateTable.html).
+// For Strong mode: list only the replica regions in New, never a witness.
+// With three replicas, a claim falls back to either of the two others; with
+// two replicas and a witness, it has one region to fall back to, and while
+// a replica region is down the other keeps serving only as long as it and
+// the witness form the majority.
 //
-//   - "Global tables configured for multi-Region strong consistency (MRSC)
-//     do not support transaction operations, and will return an error if
-//     those operations are invoked on an MRSC replica." So the key record
-//     and staged effects cannot commit together: New refuses Strong with
+// From the same "Multi-Region strong consistency" page, among its
+// limitations:
+//
+//   - MRSC tables do not support transaction operations (TransactWriteItems
+//     returns an error on an MRSC replica). So the key record and staged
+//     effects cannot commit together: New refuses Strong with
 //     Effects = EffectsStaged (ErrTransactionsUnsupported), and a Strong
 //     commit with staged effects fails before writing. The alternative:
 //     write each effect after the claim, keyed by the idempotency key, with
 //     its own attribute_not_exists condition, so that a second execution's
 //     write fails harmlessly; declare EffectsKeyed.
-//   - "Global tables configured for multi-Region strong consistency (MRSC)
-//     do not support configuring Time To Live (TTL) deletion." New refuses
-//     Strong with Eviction = EvictByTTL (ErrTTLUnsupported): expired key
-//     records are absent for every read and condition of dynamostore, but
-//     only a sweeper deletes them; declare EvictBySweeper.
-//   - On MREC tables, transactions "are only atomic within the Region where
-//     the operation was invoked" and are not replicated as a unit: other
-//     regions may briefly see the key record without its effects. The home
-//     region, where everything about the key is read, never does.
+//   - MRSC tables do not support TTL. New refuses Strong with
+//     Eviction = EvictByTTL (ErrTTLUnsupported): expired key records are
+//     absent for every read and condition of dynamostore, but only a
+//     sweeper deletes them; declare EvictBySweeper, and create or check the
+//     table with dynamostore.EnsureTableWithoutTTL (idemctl create-table
+//     -no-ttl), which never enables TTL.
 //
-// From the same guide, "DynamoDB global tables security"
-// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/globaltables-security.html):
-// MRSC global tables need exactly three regions (three replicas, or two
-// replicas and a witness), and TTL is only supported on MREC global tables.
-// From the API reference, ReplicatedWriteConflictException
+// On MREC tables, transactions are atomic only in the region where they
+// were invoked and their items replicate individually ("Global tables core
+// concepts", above): other regions may briefly see the key record without
+// its effects. The home region, where everything about the key is read,
+// never does. From the API reference, ReplicatedWriteConflictException
 // (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_PutItem.html#API_PutItem_Errors):
 // "The request was rejected because one or more items in the request are
 // being modified by a request in another Region"; aws-sdk-go-v2 v1.74.0
-// models it as types.ReplicatedWriteConflictException, which
-// isReplicatedWriteConflict matches (and its error code, for wrapped
-// copies).
+// models it as types.ReplicatedWriteConflictException, which Strong mode
+// matches (and its error code, for wrapped copies).
 //
 // In HomeRegion mode New refuses EffectsKeyed: on an MREC table a keyed
 // effect's attribute_not_exists is checked only in the region that writes

@@ -25,6 +25,15 @@ var (
 	// Strong mode unless Options.Eviction is EvictBySweeper.
 	ErrTTLUnsupported = errors.New("multiregion: MRSC tables do not support TTL")
 
+	// ErrTTLReplicated reports a configuration that relies on DynamoDB TTL
+	// to evict key records of a multi-Region eventually consistent (MREC)
+	// global table in HomeRegion mode: a TTL deletion in one replica is
+	// replicated to every other and, resolved last writer wins, can erase a
+	// newer record written in the key's home region, so a completed key
+	// executes again. New returns it (in a *ConfigError) for HomeRegion mode
+	// unless Options.Eviction is EvictBySweeper.
+	ErrTTLReplicated = errors.New("multiregion: TTL deletions replicate across an MREC table and can erase a live record")
+
 	// ErrUnknownRegion reports a claim whose record names a region the
 	// router does not know (a claim made by another router or store).
 	ErrUnknownRegion = errors.New("multiregion: claim from an unknown region")
@@ -35,13 +44,14 @@ var (
 )
 
 // ConfigError is the error New returns for a configuration it refuses. It
-// matches ErrInvalidConfig, and also ErrTransactionsUnsupported or
-// ErrTTLUnsupported when that is the reason, with errors.Is.
+// matches ErrInvalidConfig, and also ErrTransactionsUnsupported,
+// ErrTTLUnsupported or ErrTTLReplicated when that is the reason, with
+// errors.Is.
 type ConfigError struct {
 	Mode   Mode
 	Field  string // the option or region at fault, e.g. "Effects"
 	Reason string // what is wrong and what to do instead
-	Err    error  // ErrInvalidConfig, ErrTransactionsUnsupported or ErrTTLUnsupported
+	Err    error  // ErrInvalidConfig, ErrTransactionsUnsupported, ErrTTLUnsupported or ErrTTLReplicated
 }
 
 func (e *ConfigError) Error() string {

@@ -21,8 +21,10 @@ const (
 	// unavailable and nothing executes.
 	EventFailClosed
 	// EventFenceCheckSkipped: a first execution in the home region could not
-	// read Region's failover record of the key; it went ahead, so a
-	// failover execution there, if any, is left for Reconcile to report.
+	// read Region's failover record of the key, and the home region's
+	// replica held none either; it went ahead, so a failover execution
+	// there that had not replicated (one within the replication lag before
+	// Region became unreachable), if any, is left for Reconcile to report.
 	EventFenceCheckSkipped
 	// EventPromoted: a failover record executed in Region was copied into
 	// the key's home record (by a claim in the home region or by
@@ -38,6 +40,15 @@ const (
 	// EventRegionFallback: Strong mode: the preferred region was
 	// unreachable and Region served the call instead (safe on MRSC tables).
 	EventRegionFallback
+	// EventFenceFromReplica: a first execution in the home region could
+	// not read Region's failover record of the key in Region, and decides
+	// from the copy replicated into the home region instead.
+	EventFenceFromReplica
+	// EventRetired: a first execution in the home region found Region's
+	// failover record of the key abandoned (in progress, lock expired) and
+	// retired it there before executing: its owner, should it resume, can
+	// no longer commit.
+	EventRetired
 	numEventKinds = iota
 )
 
@@ -57,6 +68,10 @@ func (k EventKind) String() string {
 		return "conflict_retry"
 	case EventRegionFallback:
 		return "region_fallback"
+	case EventFenceFromReplica:
+		return "fence_from_replica"
+	case EventRetired:
+		return "retired"
 	}
 	return "EventKind(" + strconv.Itoa(int(k)) + ")"
 }

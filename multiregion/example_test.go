@@ -1,6 +1,7 @@
 package multiregion_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -58,6 +59,7 @@ func ExampleNew_homeRegionWithFailover() {
 		multiregion.NewRegion("eu-central-1", client, "idemkey-keys"),
 	}, func(o *multiregion.Options) {
 		o.Mode = multiregion.HomeRegion
+		o.Eviction = multiregion.EvictBySweeper // TTL off; a sweeper per region (dynamostore.SweepOptions.Region)
 		o.Pins = map[string]string{"tenant-de": "eu-central-1"}
 		o.Failover = true
 		o.Observer = counters.Observe
@@ -69,4 +71,25 @@ func ExampleNew_homeRegionWithFailover() {
 	fmt.Println(store.Home("tenant-de", "invoice-7"), counters.Count(multiregion.EventFailover))
 	// Output:
 	// eu-central-1 0
+}
+
+// Adding a region: the operator moves the table's topology record one step
+// at a time, through one region, waiting between steps as
+// multiregion/README.md describes (not run: it needs a table).
+func ExampleAdvanceTopology() {
+	ctx := context.Background()
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
+	through := multiregion.NewRegion("us-east-1", client, "idemkey-keys")
+	next := multiregion.Topology{Regions: []string{"us-east-1", "eu-west-1", "ap-southeast-2", "eu-central-1"}}
+	for _, step := range []string{"prepare", "switch", "finish"} {
+		rec, err := multiregion.AdvanceTopology(ctx, through, next)
+		if err != nil {
+			fmt.Println(step, err)
+			return
+		}
+		fmt.Println(step, rec)
+		// Wait here: replication lag + Options.TopologyRefresh + the
+		// longest request (twice the lag before finish); between prepare
+		// and switch, deploy the processes configured with next.Regions.
+	}
 }

@@ -216,12 +216,29 @@ func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time)
 // on: a failover record of the key may exist in another region, written
 // while the home region was unreachable. Each one is read in the region
 // that wrote it (the only writer of that item, so its consistent read is
-// authoritative there). A completed one is promoted into the home record
-// (the home claim commits its response, marked with its execution) and
-// answers the request as a replay; one in flight or for another request
-// releases the home claim and answers InFlight or Mismatch. The regions are
-// read in parallel; one that cannot be read is skipped and reported
-// (EventFenceCheckSkipped).
+// authoritative there); the regions are read in parallel. When the writer
+// cannot be read, the copy replicated into the home region decides
+// instead (EventFenceFromReplica). Then, per failover record:
+//
+//   - completed: it is promoted into the home record (the home claim
+//     commits its response, marked with its execution) and answers the
+//     request as a replay;
+//   - in flight, or for another request: the home claim is released and the
+//     request answered InFlight or Mismatch;
+//   - abandoned (in progress, lock expired): it is retired in the region
+//     that wrote it, by a claim there that takes the expired lock (so the
+//     stalled owner's commit, fenced by its lock token, can no longer land)
+//     and a release (EventRetired); a claim there that finds it completed
+//     or live decides as above;
+//   - none in the writer, or none in the home replica when the writer
+//     cannot be read: nothing to decide (the latter is the failover risk:
+//     a failover execution within the replication lag before its region
+//     became unreachable; reported as EventFenceCheckSkipped, and Reconcile
+//     finds it).
+//
+// When a decision cannot be established (the home replica cannot be read
+// either, or an abandoned record cannot be retired), the home claim is
+// released and the request fails closed with a *RegionError.
 func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*region, home *dynamostore.Claim) (*dynamostore.Claim, error) {
 	h := order[0]
 	type read struct {
@@ -237,24 +254,57 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*re
 		})
 	}
 	wg.Wait()
+	event := func(kind EventKind, x *region, err error) Event {
+		return Event{Kind: kind, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name, Err: err}
+	}
+	closed := func(x *region, err error) (*dynamostore.Claim, error) {
+		_ = h.store.Release(ctx, home) // best effort: the lock expires after its lease
+		s.observe(event(EventFailClosed, x, err))
+		return nil, &RegionError{Regions: []string{x.name, h.name}, Err: err}
+	}
 	for i, x := range order[1:] {
 		rec, err := reads[i].rec, reads[i].err
-		if errors.Is(err, dynamostore.ErrNotFound) {
-			continue
+		fromReplica := false
+		if unavailable(ctx, err) {
+			s.observe(event(EventFenceFromReplica, x, err))
+			fromReplica = true
+			if rec, err = h.store.Get(ctx, failoverScope(req.Scope, x.name), req.Key); errors.Is(err, dynamostore.ErrNotFound) {
+				s.observe(event(EventFenceCheckSkipped, x, reads[i].err))
+				continue
+			}
 		}
-		if err != nil {
-			s.observe(Event{Kind: EventFenceCheckSkipped, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name, Err: err})
+		switch {
+		case errors.Is(err, dynamostore.ErrNotFound):
 			continue
+		case unavailable(ctx, err):
+			return closed(x, err)
+		case err != nil:
+			_ = h.store.Release(ctx, home)
+			return nil, err
 		}
 		out, ok := decideExisting(rec, req, h.store.Options().Now())
 		if !ok {
-			continue
+			if fromReplica {
+				return closed(x, reads[i].err)
+			}
+			retired, rerr := s.retire(ctx, req, x)
+			switch {
+			case unavailable(ctx, rerr):
+				return closed(x, rerr)
+			case rerr != nil:
+				_ = h.store.Release(ctx, home)
+				return nil, rerr
+			case retired.Outcome == dynamostore.Acquired:
+				s.observe(event(EventRetired, x, nil))
+				continue
+			}
+			out, rec = retired.Outcome, retired.Record
 		}
 		if out == dynamostore.Replay {
 			if _, err := h.store.Commit(ctx, home, withMarker(*rec.Response, rec), nil); err != nil {
 				_ = h.store.Release(ctx, home) // best effort: a later claim retries the promotion
 			} else {
-				s.observe(Event{Kind: EventPromoted, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name})
+				s.observe(event(EventPromoted, x, nil))
 			}
 		} else {
 			_ = h.store.Release(ctx, home) // best effort: the lock expires after its lease
@@ -262,6 +312,24 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*re
 		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
 	}
 	return userClaim(home), nil
+}
+
+// retire takes over the abandoned failover record of req's key in x, the
+// region that wrote it: a claim there succeeds only over an expired lock
+// (or an absent or expired record) and replaces the lock token, so the
+// abandoned execution's commit, fenced by its token, writes nothing. The
+// takeover is then released (best effort: its own lock expires after its
+// lease). A claim that finds the record completed or live returns that
+// outcome and record instead.
+func (s *Store) retire(ctx context.Context, req idemkey.Request, x *region) (*dynamostore.Claim, error) {
+	fr := req
+	fr.Scope = failoverScope(req.Scope, x.name)
+	c, err := x.store.Claim(ctx, fr)
+	if err != nil || c.Outcome != dynamostore.Acquired {
+		return c, err
+	}
+	_ = x.store.Release(ctx, c)
+	return c, nil
 }
 
 // claimRegion returns the region holding c and c as that region's store

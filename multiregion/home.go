@@ -28,7 +28,11 @@ const homeHashDomain = "idemkey/multiregion/home/v1\x00"
 // on their order in regions, the process or the time. Adding a region moves
 // only the keys that the new region wins (about 1/n of them) and leaves the
 // relative order of the old regions unchanged; removing one moves only its
-// own keys. HomeOrder returns a new slice and does not modify regions.
+// own keys. Processes that disagree on the set home some keys differently:
+// a HomeRegion Store therefore checks its regions and pins against the
+// table's topology record (TopologyRecord), and a change goes through
+// AdvanceTopology. HomeOrder returns a new slice and does not modify
+// regions.
 func HomeOrder(scope, key string, regions []string) []string {
 	type weighted struct {
 		name   string

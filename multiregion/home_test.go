@@ -83,7 +83,10 @@ func TestAddingARegionMovesOnlyTheKeysItWins(t *testing.T) {
 }
 
 func TestFailoverOrderExcludesTheHome(t *testing.T) {
-	s, err := multiregion.New(offline(three...), func(o *multiregion.Options) { o.Mode = multiregion.HomeRegion })
+	s, err := multiregion.New(offline(three...), func(o *multiregion.Options) {
+		o.Mode = multiregion.HomeRegion
+		o.Eviction = multiregion.EvictBySweeper
+	})
 	require.NoError(t, err)
 	for i := range 100 {
 		key := fmt.Sprintf("k%d", i)
@@ -99,6 +102,7 @@ func TestFailoverOrderExcludesTheHome(t *testing.T) {
 func TestPinnedScopeIsHomedInItsRegion(t *testing.T) {
 	s, err := multiregion.New(offline(three...), func(o *multiregion.Options) {
 		o.Mode = multiregion.HomeRegion
+		o.Eviction = multiregion.EvictBySweeper
 		o.Pins = map[string]string{"eu-tenant": "eu-west-1"}
 	})
 	require.NoError(t, err)

@@ -73,11 +73,18 @@ type Eviction int
 
 const (
 	// EvictByTTL: DynamoDB TTL on dynamostore.TTLAttribute deletes them
-	// (the default; dynamostore.EnsureTable enables it).
+	// (the default; dynamostore.EnsureTable enables it). SingleRegion only:
+	// Strong mode refuses it (MRSC tables have no TTL), and so does
+	// HomeRegion mode (on an MREC table TTL deletions replicate and can
+	// erase a newer record; see New).
 	EvictByTTL Eviction = iota
-	// EvictBySweeper: a sweeper the service runs deletes them. Records past
-	// their expiry are absent for every read and condition either way; only
-	// storage grows when nothing deletes them.
+	// EvictBySweeper: TTL is off on the table (dynamostore.EnsureTableWithoutTTL
+	// creates or checks it so) and a sweeper the service runs deletes expired
+	// records. In HomeRegion mode it is one sweeper per region, each over its
+	// region's replica with dynamostore.SweepOptions.Region set to that
+	// region's name, so that every record is deleted only in the region that
+	// writes it. Records past their expiry are absent for every read and
+	// condition either way; only storage grows when nothing deletes them.
 	EvictBySweeper
 )
 
@@ -97,8 +104,8 @@ type Options struct {
 	// Mode is the consistency model (default SingleRegion).
 	Mode Mode
 	// Local is the region this process runs in, served first in Strong
-	// mode (default: the first region). SingleRegion and HomeRegion ignore
-	// it: a key's home does not depend on where the request arrives.
+	// mode (default: the first region). HomeRegion mode writes the first
+	// topology record there; a key's home does not depend on it.
 	Local string
 	// Pins maps a scope to the home region of all its keys (HomeRegion
 	// only), e.g. a tenant whose data must stay in one region. Scopes not
@@ -117,11 +124,19 @@ type Options struct {
 	// refuses EffectsKeyed.
 	Effects EffectWrites
 	// Eviction declares how expired records are deleted (default
-	// EvictByTTL). Strong mode refuses EvictByTTL.
+	// EvictByTTL). Strong and HomeRegion modes refuse EvictByTTL.
 	Eviction Eviction
 	// ConflictRetry bounds the retries of ReplicatedWriteConflictException
 	// (Strong mode).
 	ConflictRetry RetryOptions
+	// TopologyRefresh (HomeRegion only) is how long the Store routes by
+	// the table's topology record it last read before reading it again
+	// (default DefaultTopologyRefresh). Each read is one consistent
+	// GetItem per region (see CheckTopology). It bounds how long a process can
+	// act on a record that has been replaced: wait at least this long (plus
+	// the replication lag and the longest request) between two steps of a
+	// topology change.
+	TopologyRefresh time.Duration
 	// Observer receives every routing decision (failover, fail closed,
 	// fence results, conflict retries); nil: none. It is called
 	// synchronously on the request's goroutine, possibly concurrently: it
@@ -150,6 +165,10 @@ type Region struct {
 	// Scanner lists the region's failover records for Reconcile: the same
 	// region's DynamoDB client. Optional; Reconcile fails without it.
 	Scanner Scanner
+	// Client reads and writes the table's topology record in the region:
+	// the same region's DynamoDB client. Required in HomeRegion mode
+	// (NewRegion sets it).
+	Client TopologyClient
 }
 
 // RegionClient is what NewRegion needs: the calls of a dynamostore.Store
@@ -161,10 +180,11 @@ type RegionClient interface {
 
 // NewRegion returns the Region name over table, read and written through
 // client (a DynamoDB client for that region): a dynamostore.Store with
-// Options.Region set to name, after optFns, and client as its Scanner.
+// Options.Region set to name, after optFns, and client as its Scanner and
+// Client.
 func NewRegion(name string, client RegionClient, table string, optFns ...func(*dynamostore.Options)) Region {
 	fns := append(append([]func(*dynamostore.Options){}, optFns...), func(o *dynamostore.Options) { o.Region = name })
-	return Region{Name: name, Store: dynamostore.New(client, table, fns...), Scanner: client}
+	return Region{Name: name, Store: dynamostore.New(client, table, fns...), Scanner: client, Client: client}
 }
 
 // Store routes the key store's calls over several regional replicas of one
@@ -180,12 +200,14 @@ type Store struct {
 	// scopeRoom is the longest scope a claim may have in HomeRegion mode
 	// with failover: room is left for the failover suffix.
 	scopeRoom int
+	topo      topologyCache
 }
 
 type region struct {
 	name    string
 	store   *dynamostore.Store
 	scanner Scanner
+	client  TopologyClient
 }
 
 var _ idemkey.Store = (*Store)(nil)
@@ -207,6 +229,13 @@ var _ idemkey.Store = (*Store)(nil)
 //     the claim, and declare EffectsKeyed;
 //   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
 //     have no TTL. Run a sweeper and declare EvictBySweeper;
+//   - HomeRegion with Eviction = EvictByTTL (ErrTTLReplicated): on an MREC
+//     table a TTL deletion in a replica that has not yet seen the home
+//     region's newest write of a key is replicated and, being later, wins
+//     over that write (last writer wins): a live record disappears and its
+//     key executes again. Turn TTL off, run in each region a sweeper that
+//     deletes only that region's records (dynamostore.SweepOptions.Region),
+//     and declare EvictBySweeper;
 //   - HomeRegion with Effects = EffectsKeyed: on an MREC table the keyed
 //     effect's condition is checked only in the region that writes it, so
 //     it does not stop a second execution elsewhere; stage effects, which
@@ -239,8 +268,10 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		case o.Mode != SingleRegion && r.Store.Options().Region != r.Name:
 			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" writes region "+
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
+		case o.Mode == HomeRegion && r.Client == nil:
+			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no Client: HomeRegion mode reads the table's topology record through it (NewRegion sets it)")
 		}
-		reg := &region{name: r.Name, store: r.Store, scanner: r.Scanner}
+		reg := &region{name: r.Name, store: r.Store, scanner: r.Scanner, client: r.Client}
 		s.regions = append(s.regions, reg)
 		s.byName[r.Name] = reg
 		s.names = append(s.names, r.Name)
@@ -276,6 +307,9 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 			return nil, bad("Effects", "on an MREC table a keyed effect's attribute_not_exists is checked only in the region that writes it, "+
 				"so it does not stop a second execution in another region; stage effects (EffectsStaged), which commit in the key's home region with the key")
 		}
+		if err := homeEvictionError(o); err != nil {
+			return nil, err
+		}
 	case Strong:
 		if o.Effects == EffectsStaged {
 			return nil, &ConfigError{Mode: o.Mode, Field: "Effects", Err: ErrTransactionsUnsupported,
@@ -296,6 +330,9 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	}
 	if r.MaxDelay <= 0 {
 		s.opts.ConflictRetry.MaxDelay = 400 * time.Millisecond
+	}
+	if o.TopologyRefresh <= 0 {
+		o.TopologyRefresh = DefaultTopologyRefresh
 	}
 	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
 	return s, nil
@@ -347,6 +384,16 @@ func (s *Store) order(scope, key string) []*region {
 // those of dynamostore.Store.Claim; the claim's Record.Region names the
 // region that holds the claim, and Commit and Release go back there.
 //
+// HomeRegion mode routes by the table's topology record (see
+// CheckTopology, which Claim runs when the record it holds is older than
+// Options.TopologyRefresh): a configuration the record contradicts gets a
+// *ConfigError matching ErrTopologyMismatch and nothing is claimed. While
+// the record changes, the claim goes to the key's home under the active
+// topology, with a consistent read of its home under the consulted one
+// before and after it (a live record there answers the request), and
+// failover is suspended; a key homed in a region the Store has no client
+// for gets a *RegionError wrapping ErrRegionNotConfigured.
+//
 // HomeRegion mode: the claim goes to the key's home region. When that
 // region cannot be reached, Claim fails with a *RegionError (wrapping the
 // *dynamostore.StoreError, so the Guard answers 503), or, with Failover,
@@ -362,6 +409,17 @@ func (s *Store) order(scope, key string) []*region {
 func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
+		rec, err := s.topology(ctx)
+		if err != nil {
+			var re *RegionError
+			if errors.As(err, &re) {
+				s.observe(Event{Kind: EventFailClosed, Scope: req.Scope, Key: req.Key, Region: re.Regions[len(re.Regions)-1], Err: re.Err})
+			}
+			return nil, err
+		}
+		if rec.Changing() {
+			return s.changeClaim(ctx, req, rec)
+		}
 		return s.homeClaim(ctx, req)
 	case Strong:
 		return strongCall(ctx, s, s.order(req.Scope, req.Key), req.Scope, req.Key, func(r *region) (*dynamostore.Claim, error) {
@@ -378,7 +436,7 @@ func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Cl
 func (s *Store) Commit(ctx context.Context, c *dynamostore.Claim, resp idemkey.Response, tx *txn.Tx) (*dynamostore.Record, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
-		r, inRegion, err := s.claimRegion(c)
+		r, inRegion, err := s.heldIn(c)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +463,7 @@ func (s *Store) Commit(ctx context.Context, c *dynamostore.Claim, resp idemkey.R
 func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 	switch s.opts.Mode {
 	case HomeRegion:
-		r, inRegion, err := s.claimRegion(c)
+		r, inRegion, err := s.heldIn(c)
 		if err != nil {
 			return err
 		}
@@ -426,6 +484,10 @@ func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 // Get returns the live record of (scope, key) as the mode sees it, or
 // dynamostore.ErrNotFound.
 //
+// HomeRegion mode checks the topology record as Claim does; while it
+// changes, Get reads the key's home under the active topology, then under
+// the consulted one.
+//
 // HomeRegion mode: the home region's record. With Failover, when the home
 // region has none, a live failover record of the key (read in the region
 // that wrote it) is returned; when the home region cannot be reached, the
@@ -434,6 +496,13 @@ func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 func (s *Store) Get(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
+		rec, err := s.topology(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Changing() {
+			return s.changeGet(ctx, scope, key, rec)
+		}
 		return s.homeGet(ctx, scope, key)
 	case Strong:
 		return strongCall(ctx, s, s.order(scope, key), scope, key, func(r *region) (*dynamostore.Record, error) {

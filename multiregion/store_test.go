@@ -78,10 +78,14 @@ func (w *world) router(optFns ...func(*multiregion.Options)) *multiregion.Store 
 	return s
 }
 
-func homeMode(o *multiregion.Options) { o.Mode = multiregion.HomeRegion }
+func homeMode(o *multiregion.Options) {
+	o.Mode = multiregion.HomeRegion
+	o.Eviction = multiregion.EvictBySweeper
+}
 
 func failoverMode(o *multiregion.Options) {
 	o.Mode = multiregion.HomeRegion
+	o.Eviction = multiregion.EvictBySweeper
 	o.Failover = true
 }
 

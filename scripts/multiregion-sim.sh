@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs the multi-region idempotency simulation (internal/regionsim) with the
-# given seed (default 1) and prints one line per mode:
+# given seed (default 1) and prints one line per mode (by default every mode
+# of regionsim.Modes: naive, home, home-failover, strong,
+# home-topology-change and the fence scenarios; see multiregion/README.md):
 #
 #   mode=<name> requests=<n> logical_ops=<n> duplicates=<n> unavailable=<n>
 #

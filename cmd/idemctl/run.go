@@ -31,7 +31,7 @@ const (
 const usage = `usage: idemctl <command> [flags]
 
 commands:
-  create-table  create the key table (on-demand, TTL on exp) unless it exists
+  create-table  create the key table (on-demand, TTL on exp, or none with -no-ttl) unless it exists
   inspect       print a key's live record as JSON
   release       delete a stuck key so that its next request executes
   sweep         evict expired records and reclaim stuck ones; print the report
@@ -151,12 +151,22 @@ func (c *command) client(ctx context.Context) (*dynamodb.Client, error) {
 
 func createTable(ctx context.Context, c *command) int {
 	wait := c.flags.Duration("wait", 2*time.Minute, "how long to wait for the table to become ACTIVE")
+	noTTL := c.flags.Bool("no-ttl", false, "create or check the table without TTL, evicted by sweepers: "+
+		"an MRSC global table (no TTL support) or an MREC global table in multiregion HomeRegion mode (TTL deletes replicate); "+
+		"a table with TTL on is refused, not changed")
 	if code, ok := c.parse(); !ok {
 		return code
 	}
 	client, err := c.client(ctx)
 	if err != nil {
 		return c.fail("%v", err)
+	}
+	if *noTTL {
+		if err := dynamostore.EnsureTableWithoutTTL(ctx, client, c.table, *wait); err != nil {
+			return c.fail("%v", err)
+		}
+		fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL off (evict with a sweeper)\n", c.table, dynamostore.PartitionKey)
+		return exitOK
 	}
 	if err := dynamostore.EnsureTable(ctx, client, c.table, *wait); err != nil {
 		return c.fail("%v", err)
@@ -304,10 +314,14 @@ func sweep(ctx context.Context, c *command) int {
 	page := c.flags.Int("page", dynamostore.DefaultSweepPageSize, "items per Scan page")
 	cursor := c.flags.String("cursor", "", "resume the pass an earlier sweep printed the cursor of")
 	verbose := c.flags.Bool("v", false, "log the sweep's summary and skipped records to stderr")
+	writer := c.flags.String("writer-region", "", "sweep only the records this region wrote, in its own replica: it must be the AWS region "+
+		"(-region or the SDK's); for an MREC global table in multiregion HomeRegion mode, one sweep per region (a cursor resumes only a sweep of the same region)")
 	if code, ok := c.parse(); !ok {
 		return code
 	}
 	switch {
+	case len(*writer) > dynamostore.MaxSweepRegionLen:
+		return c.usageError("-writer-region must be at most %d bytes", dynamostore.MaxSweepRegionLen)
 	case *segments < 1 || *segments > dynamostore.MaxSweepSegments:
 		return c.usageError("-segments must be 1 to %d (a resume cursor must fit in one 400 KB item)", dynamostore.MaxSweepSegments)
 	case *page < 1:
@@ -319,13 +333,17 @@ func sweep(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
+	if own := client.Options().Region; *writer != "" && *writer != own {
+		return c.fail("-writer-region %s but the AWS region is %s: a region's records must be swept in that region's own replica "+
+			"(a delete in another replica can replicate over a newer write); pass -region %s", *writer, own, *writer)
+	}
 	logger := slog.New(slog.DiscardHandler)
 	if *verbose {
 		logger = slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	sweeper := dynamostore.NewSweeper(client, c.table, func(o *dynamostore.SweepOptions) {
 		o.Segments, o.DryRun, o.Budget, o.PageSize, o.Logger = *segments, *dryRun, *budget, *page, logger
-		o.ItemsPerSecond = *rate
+		o.ItemsPerSecond, o.Region = *rate, *writer
 		if *rate == 0 {
 			o.ItemsPerSecond = -1
 		}

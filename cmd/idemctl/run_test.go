@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -319,4 +320,81 @@ func TestSweepRefusesMoreSegmentsThanOneCursorItemHolds(t *testing.T) {
 	assert.Contains(t, r.stderr, "-segments must be 1 to "+strconv.Itoa(dynamostore.MaxSweepSegments))
 	assert.Contains(t, r.stderr, "400 KB item")
 	assert.Less(t, dynamostore.MaxSweepSegments, 200, "a worst-case cursor of 200 segments is more than 400 KB")
+}
+
+func TestCreateTableWithoutTTLLeavesTTLOffAndRefusesATableWithTTL(t *testing.T) {
+	ep, table := endpoint(t)
+	r := idemctl("create-table", "-table", table, "-no-ttl")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "TTL off")
+	out, err := ep.Client.DescribeTimeToLive(context.Background(), &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	require.NoError(t, err)
+	if d := out.TimeToLiveDescription; d != nil {
+		assert.NotEqual(t, types.TimeToLiveStatusEnabled, d.TimeToLiveStatus)
+	}
+
+	r = idemctl("create-table", "-table", table) // the default path enables TTL
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = idemctl("create-table", "-table", table, "-no-ttl")
+	assert.Equal(t, exitFail, r.code)
+	assert.Contains(t, r.stderr, "TTL must be off")
+}
+
+// claimIn writes a completed record for key, written by region, that
+// expired two hours ago.
+func claimIn(t *testing.T, ep *localstack.Endpoint, table, region, key string) {
+	t.Helper()
+	at := time.Now().Add(-3 * time.Hour)
+	s := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) {
+		o.Now, o.Lease, o.Retention, o.Region = func() time.Time { return at }, time.Minute, time.Hour, region
+	})
+	sum := sha256.Sum256([]byte(key))
+	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
+	require.NoError(t, err)
+	_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+	require.NoError(t, err)
+}
+
+func TestSweepWithWriterRegionEvictsOnlyThatRegionsRecordsAndResumesOnlyItsOwnCursor(t *testing.T) {
+	ep, table := createdTable(t)
+	region := ep.Client.Options().Region // the replica idemctl talks to
+	for i := range 3 {
+		claimIn(t, ep, table, region, "mine-"+strconv.Itoa(i))
+		claimIn(t, ep, table, "elsewhere-1", "theirs-"+strconv.Itoa(i))
+	}
+	sweep := func(args ...string) (map[string]any, result) {
+		r := idemctl(append([]string{"sweep", "-table", table, "-segments", "1", "-rate", "0", "-region", region}, args...)...)
+		var m map[string]any
+		if r.code == exitOK {
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)
+		}
+		return m, r
+	}
+
+	// An unfinished pass of another writer region (its cursor), and of none.
+	other := dynamostore.NewSweeper(ep.Client, table, func(o *dynamostore.SweepOptions) {
+		o.Region, o.PageSize, o.Segments, o.DryRun = "elsewhere-1", 1, 1, true
+		o.Budget, o.Now = time.Nanosecond, func() time.Time { return time.Now().Add(-time.Hour) }
+	})
+	theirs, err := other.Sweep(context.Background(), "")
+	require.NoError(t, err)
+	require.NotEmpty(t, theirs.Cursor)
+	_, r := sweep("-writer-region", region, "-cursor", theirs.Cursor)
+	assert.Equal(t, exitFail, r.code, "a cursor of another writer region is refused")
+	assert.Contains(t, r.stderr, "another region")
+
+	m, r := sweep("-writer-region", region)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, 3.0, m["evicted"], "only the records %s wrote", region)
+	assert.Equal(t, 3.0, m["foreign"])
+
+	_, r = sweep("-writer-region", "elsewhere-1")
+	assert.Equal(t, exitFail, r.code, "a writer region other than the replica's is refused")
+	assert.Contains(t, r.stderr, "own replica")
+	_, r = sweep("-writer-region", strings.Repeat("r", dynamostore.MaxSweepRegionLen+1))
+	assert.Equal(t, exitUsage, r.code)
+
+	m, r = sweep()
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Equal(t, 3.0, m["evicted"], "without -writer-region every expired record goes")
 }

@@ -10,7 +10,14 @@
 // Details (completed and abandoned operations, executions, the duplicate
 // keys) go to stderr. Usage:
 //
-//	go run ./cmd/multiregion-sim -seed 1 [-ops 200] [-lag 2s] [-modes naive,home,home-failover,strong]
+//	go run ./cmd/multiregion-sim -seed 1 [-ops 200] [-lag 2s] [-modes naive,home,home-failover,strong,...]
+//
+// -modes defaults to every mode of regionsim.Modes, then of
+// regionsim.FenceModes, in order; mode home-topology-change is a rolling
+// deploy that adds a region under load (regionsim.HomeTopologyChange);
+// home-failover-zombie, home-failover-replica and home-ttl-replicated are
+// the scripted fence scenarios (Ops/10 episodes each); the others are
+// described there too.
 //
 // Each region is an embedded DynamoDB emulator in this process; time is
 // virtual, so a run takes seconds whatever the lag and is the same for the
@@ -23,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,7 +56,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&sc.OutageStart, "outage-start", 4*time.Second, "when the outage region is cut off")
 	fs.DurationVar(&sc.OutageEnd, "outage-end", 7*time.Second, "when it comes back (not after outage-start: no outage)")
 	regions := fs.String("regions", strings.Join(regionsim.DefaultRegions, ","), "region names; the first one has the outage")
-	modes := fs.String("modes", "naive,home,home-failover,strong", "modes to run, comma-separated")
+	var all []string
+	for _, m := range slices.Concat(regionsim.Modes, regionsim.FenceModes) {
+		all = append(all, string(m))
+	}
+	modes := fs.String("modes", strings.Join(all, ","), "modes to run, comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

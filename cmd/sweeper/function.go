@@ -28,6 +28,9 @@ type settings struct {
 	ReadUnitsPerSecond float64
 	Margin             time.Duration
 	DryRun             bool
+	// Region is dynamostore.SweepOptions.Region: the writer region whose
+	// records alone the function sweeps; "" for every record.
+	Region string
 }
 
 // configFromEnv reads the settings from the variables the package doc
@@ -72,6 +75,15 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 	if err == nil && s.Segments > dynamostore.MaxSweepSegments {
 		err = fmt.Errorf("SEGMENTS: at most %d, so that the resume cursor fits in one 400 KB item", dynamostore.MaxSweepSegments)
 	}
+	s.Region = strings.TrimSpace(getenv("WRITER_REGION"))
+	switch own := strings.TrimSpace(getenv("AWS_REGION")); {
+	case err != nil || s.Region == "":
+	case len(s.Region) > dynamostore.MaxSweepRegionLen:
+		err = fmt.Errorf("WRITER_REGION: at most %d bytes", dynamostore.MaxSweepRegionLen)
+	case own != "" && own != s.Region:
+		err = fmt.Errorf("WRITER_REGION=%q but the function runs in %s: a region's records must be swept in that region's own replica "+
+			"(a delete in another replica can replicate over a newer write); deploy this sweeper in %s", s.Region, own, s.Region)
+	}
 	return s, err
 }
 
@@ -104,7 +116,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 	var cursor string
 	var err error
 	if !f.cfg.DryRun {
-		if cursor, err = dynamostore.LoadSweepCursor(ctx, f.client, f.cfg.Table); err != nil {
+		if cursor, err = dynamostore.LoadRegionSweepCursor(ctx, f.client, f.cfg.Table, f.cfg.Region); err != nil {
 			cursorErrs++
 			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: loading the cursor", slog.String("error", err.Error()))
 			f.emit(ev, &dynamostore.SweepReport{Table: f.cfg.Table, DryRun: f.cfg.DryRun, Started: f.now()}, cursorErrs)
@@ -115,7 +127,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		o.Segments, o.PageSize = f.cfg.Segments, f.cfg.PageSize
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
-		o.Now, o.Logger = f.now, log
+		o.Now, o.Logger, o.Region = f.now, log, f.cfg.Region
 	})
 	report, err := sweeper.Sweep(ctx, cursor)
 	if errors.Is(err, dynamostore.ErrInvalidCursor) {
@@ -123,7 +135,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		report, err = sweeper.Sweep(ctx, "")
 	}
 	if !f.cfg.DryRun && report.Cursor != cursor {
-		if serr := dynamostore.SaveSweepCursor(ctx, f.client, f.cfg.Table, report.Cursor, f.now()); serr != nil {
+		if serr := dynamostore.SaveRegionSweepCursor(ctx, f.client, f.cfg.Table, f.cfg.Region, report.Cursor, f.now()); serr != nil {
 			cursorErrs++
 			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: saving the cursor", slog.String("error", serr.Error()))
 			err = errors.Join(err, serr)
@@ -147,6 +159,9 @@ func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport, 
 	}
 	if !ev.Time.IsZero() {
 		props["ScheduledTime"] = ev.Time.UTC().Format(time.RFC3339)
+	}
+	if f.cfg.Region != "" {
+		props["WriterRegion"] = f.cfg.Region
 	}
 	doc := emf.Document{
 		Namespace:  Namespace,

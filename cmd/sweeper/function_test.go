@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -310,4 +312,125 @@ func TestSegmentsAreRefusedAtConfigurationPastWhatOneCursorItemHolds(t *testing.
 	assert.Contains(t, err.Error(), fmt.Sprintf("SEGMENTS: at most %d", dynamostore.MaxSweepSegments))
 	assert.Contains(t, err.Error(), "400 KB item")
 	assert.Less(t, dynamostore.MaxSweepSegments, 200, "a worst-case cursor of 200 segments is more than 400 KB")
+}
+
+// claimIn writes a completed record for key, written by region, that
+// expired an hour before the fixture's clock.
+func (fx *fixture) claimIn(t *testing.T, region, key string) {
+	t.Helper()
+	at := fx.clock.Now().Add(-2 * time.Hour)
+	s := dynamostore.New(fx.ep.Client, fx.table, func(o *dynamostore.Options) {
+		o.Now, o.Lease, o.Retention, o.Region = func() time.Time { return at }, time.Minute, time.Hour, region
+	})
+	sum := sha256.Sum256([]byte(key))
+	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
+	require.NoError(t, err)
+	_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+	require.NoError(t, err)
+}
+
+// regionEnv is the environment of a sweeper deployed in region with
+// WRITER_REGION set to it.
+func regionEnv(table, region string, extra ...string) func(string) string {
+	vars := map[string]string{"KEY_TABLE": table, "AWS_REGION": region, "WRITER_REGION": region}
+	for i := 0; i+1 < len(extra); i += 2 {
+		vars[extra[i]] = extra[i+1]
+	}
+	return func(k string) string { return vars[k] }
+}
+
+// cursorItemExists reports whether table holds an item at pk.
+func (fx *fixture) cursorItemExists(t *testing.T, pk string) bool {
+	t.Helper()
+	out, err := fx.ep.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &fx.table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{dynamostore.PartitionKey: &types.AttributeValueMemberS{Value: pk}}})
+	require.NoError(t, err)
+	return len(out.Item) > 0
+}
+
+func TestSweeperFunctionReadsWriterRegion(t *testing.T) {
+	fx := newFixture(t)
+	for i := range 4 {
+		fx.claimIn(t, "us-east-1", fmt.Sprintf("east-%d", i))
+		fx.claimIn(t, "eu-west-1", fmt.Sprintf("west-%d", i))
+		fx.claimIn(t, "", fmt.Sprintf("none-%d", i))
+	}
+	cfg, err := configFromEnv(regionEnv(fx.table, "us-east-1", "SEGMENTS", "1"))
+	require.NoError(t, err)
+	r, err := fx.function(nil, cfg).handle(context.Background(), event(t))
+	require.NoError(t, err)
+	assert.True(t, r.Finished)
+	assert.Equal(t, int64(4), r.Evicted, "only the records us-east-1 wrote")
+	assert.Equal(t, int64(8), r.Foreign, "the other region's and the region-less records are left alone")
+	docs := fx.lines(t)
+	require.Len(t, docs, 1)
+	assert.Equal(t, "us-east-1", docs[0]["WriterRegion"])
+
+	cfg, err = configFromEnv(regionEnv(fx.table, "", "SEGMENTS", "1"))
+	require.NoError(t, err)
+	r, err = fx.function(nil, cfg).handle(context.Background(), event(t))
+	require.NoError(t, err)
+	assert.Equal(t, int64(8), r.Evicted, "unset: every expired record")
+	assert.NotContains(t, fx.lines(t)[0], "WriterRegion")
+
+	for name, env := range map[string]func(string) string{
+		"another region than the function's": regionEnv(fx.table, "eu-west-1", "AWS_REGION", "us-east-1"),
+		"too long":                           regionEnv(fx.table, strings.Repeat("r", dynamostore.MaxSweepRegionLen+1)),
+	} {
+		_, err := configFromEnv(env)
+		assert.ErrorContains(t, err, "WRITER_REGION", name)
+	}
+	_, err = configFromEnv(regionEnv(fx.table, "eu-west-1", "AWS_REGION", ""))
+	assert.NoError(t, err, "outside Lambda, without AWS_REGION, nothing to compare with")
+}
+
+// On an MREC global table in HomeRegion mode each region runs its own
+// scheduled sweeper with WRITER_REGION set. Their cursor items replicate
+// to every replica (one table here): each must resume from its own.
+func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
+	fx := newFixture(t)
+	regions := []string{"us-east-1", "eu-west-1"}
+	for _, region := range regions {
+		for i := range 10 {
+			fx.claimIn(t, region, fmt.Sprintf("%s-%d", region, i))
+		}
+	}
+	// Two pages of four per invocation (see the deadline test): every
+	// pass takes several invocations.
+	client := &slowScans{sweepAPI: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
+	functions := map[string]*function{}
+	for _, region := range regions {
+		cfg, err := configFromEnv(regionEnv(fx.table, region, "SEGMENTS", "1", "PAGE_SIZE", "4", "MARGIN", "5s", "RATE", "-1"))
+		require.NoError(t, err)
+		functions[region] = fx.function(client, cfg)
+	}
+	evicted, invocations, finished := map[string]int64{}, map[string]int{}, map[string]bool{}
+	for round := 0; round < 10 && !(finished[regions[0]] && finished[regions[1]]); round++ {
+		for _, region := range regions {
+			if finished[region] {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			r, err := functions[region].handle(ctx, event(t))
+			cancel()
+			require.NoError(t, err)
+			evicted[region] += r.Evicted
+			invocations[region]++
+			finished[region] = r.Finished
+		}
+		if round == 0 {
+			for _, region := range regions {
+				assert.True(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey+"/"+region), "%s keeps its own cursor item", region)
+			}
+			assert.False(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey), "not the single-region item")
+		}
+	}
+	assert.NotContains(t, fx.logs.String(), "stored cursor unusable", "no sweeper read the other's cursor")
+	assert.Equal(t, map[string]bool{"us-east-1": true, "eu-west-1": true}, finished)
+	assert.Equal(t, map[string]int64{"us-east-1": 10, "eu-west-1": 10}, evicted, "each evicted exactly its region's records")
+	assert.GreaterOrEqual(t, invocations["us-east-1"], 2, "each had to resume")
+	assert.GreaterOrEqual(t, invocations["eu-west-1"], 2)
+	for _, region := range regions {
+		assert.False(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey+"/"+region), "%s's finished pass deleted its cursor", region)
+	}
 }

@@ -5,7 +5,8 @@
 // CloudWatch Embedded Metric Format line to stdout and returns the report.
 //
 // The resume cursor lives in the key table itself, in the item at
-// dynamostore.SweepCursorKey, which no record can collide with. A
+// dynamostore.SweepCursorKeyFor(WRITER_REGION) (dynamostore.SweepCursorKey
+// when WRITER_REGION is unset), which no record can collide with. A
 // scheduled rule sends the same event every time, so the cursor cannot
 // ride on the next event without the function invoking itself; the table
 // is already there, and the cursor costs one GetItem and one PutItem (or
@@ -24,12 +25,33 @@
 //	            pages, a Go duration (default 5s)
 //	DRY_RUN     "true": count, delete nothing; the cursor is neither read
 //	            nor saved, so each invocation starts a new pass
+//	WRITER_REGION
+//	            sweep only the records this region wrote
+//	            (dynamostore.SweepOptions.Region); unset or empty: every
+//	            record. At most dynamostore.MaxSweepRegionLen bytes, and
+//	            when AWS_REGION is set (Lambda always sets it) it must equal
+//	            it: the function refuses to start otherwise
+//
+// Set WRITER_REGION when the key table is an MREC global table used in
+// multiregion's HomeRegion mode, which refuses DynamoDB TTL: there,
+// records are evicted only by sweepers, and a record must be deleted only
+// in the replica of the region that wrote it, or a replicated delete can
+// win over that region's newer write of the key. So deploy one scheduled
+// sweeper per region, each in its region and with WRITER_REGION set to
+// that region's name (the multiregion.Region Name its stores write, which
+// must then be the AWS region's name). Each keeps its own cursor item
+// (SweepCursorKeyFor), which replicates but which no other region's
+// sweeper reads or overwrites. Leave WRITER_REGION unset on a single-region
+// table: a sweeper with it set leaves every record without that region
+// (written by a store without Options.Region) alone.
 //
 // The metrics (namespace "idemkey", dimension TableName): Scanned,
 // Evicted, Reclaimed, Skipped, LiveKeys (Count); OldestLiveKeyAgeSeconds,
 // EvictionLagSeconds (Seconds); DurationMs (Milliseconds); ConsumedRCU,
 // ConsumedWCU, ScannedPerEvicted (None); Errors (Count, failed DynamoDB
 // calls, the cursor's included); PassFinished (1 when the pass finished).
+// With WRITER_REGION set, the line also carries it as the WriterRegion
+// property.
 // Alarm on EvictionLagSeconds and on Errors, and treat missing data as
 // breaching: a sweeper that stops running emits nothing.
 //

@@ -20,6 +20,7 @@ import (
 
 // Template is a parsed template.yaml.
 type Template struct {
+	top  *yaml.Node // the document's mapping
 	root *yaml.Node // the Resources mapping
 }
 
@@ -42,7 +43,7 @@ func Load() (*Template, error) {
 	if res == nil {
 		return nil, fmt.Errorf("template.yaml: no Resources")
 	}
-	return &Template{root: res}, nil
+	return &Template{top: doc.Content[0], root: res}, nil
 }
 
 func get(m *yaml.Node, key string) *yaml.Node {
@@ -60,6 +61,16 @@ func get(m *yaml.Node, key string) *yaml.Node {
 // Path returns the node at a path of mapping keys below a resource.
 func (t *Template) Path(resource string, keys ...string) *yaml.Node {
 	n := get(t.root, resource)
+	for _, k := range keys {
+		n = get(n, k)
+	}
+	return n
+}
+
+// Section returns the node at a path of mapping keys from the top of the
+// template (Parameters, Conditions, Rules, ...), nil when absent.
+func (t *Template) Section(keys ...string) *yaml.Node {
+	n := t.top
 	for _, k := range keys {
 		n = get(n, k)
 	}

@@ -1,10 +1,13 @@
 package deploytest
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/idemkey/idemkey/dynamostore"
 )
@@ -14,7 +17,9 @@ func TestKeyTableMatchesTheLibrary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "AWS::DynamoDB::Table", tpl.Type("KeyTable"))
 	assert.Equal(t, dynamostore.TTLAttribute, tpl.Scalar("KeyTable", "Properties", "TimeToLiveSpecification", "AttributeName"))
-	assert.Equal(t, "true", tpl.Scalar("KeyTable", "Properties", "TimeToLiveSpecification", "Enabled"))
+	enabled := tpl.Path("KeyTable", "Properties", "TimeToLiveSpecification", "Enabled")
+	require.NotNil(t, enabled)
+	assert.Equal(t, []string{"!If", "SweepOwnRegion", "false", "true"}, flat(enabled), "TTL on unless WriterRegion is set")
 	assert.Equal(t, "PAY_PER_REQUEST", tpl.Scalar("KeyTable", "Properties", "BillingMode"))
 	assert.Equal(t, "true", tpl.Scalar("KeyTable", "Properties", "PointInTimeRecoverySpecification", "PointInTimeRecoveryEnabled"))
 	keys := tpl.Path("KeyTable", "Properties", "KeySchema")
@@ -43,4 +48,45 @@ func TestEveryGrantNamesOneTable(t *testing.T) {
 			assert.Equal(t, "AWS::DynamoDB::Table", tpl.Type(target), "%s grants on %s", fn, target)
 		}
 	}
+}
+
+// flat lists a node's tags and scalar values, depth first.
+func flat(n *yaml.Node) []string {
+	var out []string
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		out = append(out, n.Tag)
+	}
+	if n.Kind == yaml.ScalarNode {
+		return append(out, n.Value)
+	}
+	for _, c := range n.Content {
+		out = append(out, flat(c)...)
+	}
+	return out
+}
+
+// A HomeRegion global table is deployed once per region with WriterRegion
+// set: the sweeper gets it as WRITER_REGION (cmd/sweeper), the stack
+// refuses a region other than its own, and the key table's TTL is off.
+func TestTemplatePassesWriterRegionToTheSweeperAndTurnsTTLOffWithIt(t *testing.T) {
+	tpl, err := Load()
+	require.NoError(t, err)
+	param := tpl.Section("Parameters", "WriterRegion")
+	require.NotNil(t, param)
+	assert.Equal(t, "String", get(param, "Type").Value)
+	assert.Equal(t, "", get(param, "Default").Value, "unset by default: a single-region table")
+	assert.Equal(t, strconv.Itoa(dynamostore.MaxSweepRegionLen), get(param, "MaxLength").Value)
+
+	env := tpl.Path("SweeperFunction", "Properties", "Environment", "Variables", "WRITER_REGION")
+	require.NotNil(t, env)
+	assert.Equal(t, []string{"!Ref", "WriterRegion"}, flat(env))
+
+	assert.Equal(t, []string{"!Not", "!Equals", "!Ref", "WriterRegion", ""}, flat(tpl.Section("Conditions", "SweepOwnRegion")))
+	rule := tpl.Section("Rules", "WriterRegionIsThisRegion")
+	require.NotNil(t, rule)
+	assert.Equal(t, []string{"!Not", "!Equals", "!Ref", "WriterRegion", ""}, flat(get(rule, "RuleCondition")))
+	assertions := get(rule, "Assertions")
+	require.NotNil(t, assertions)
+	require.Len(t, assertions.Content, 1)
+	assert.Equal(t, []string{"!Equals", "!Ref", "WriterRegion", "!Ref", "AWS::Region"}, flat(get(assertions.Content[0], "Assert")))
 }

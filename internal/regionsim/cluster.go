@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,8 @@ type Options struct {
 // later than the stamp of the item's version it holds (last writer wins);
 // an older change is dropped, as DynamoDB drops the losing write of a
 // conflict. BatchWriteItem is not captured. Only tables created with
-// CreateGlobalTable are replicated.
+// CreateGlobalTable are replicated. TTL is played by ExpireTTL, whose
+// deletions replicate the same way.
 //
 // A Cluster is safe for concurrent use.
 type Cluster struct {
@@ -312,6 +314,83 @@ func (c *Cluster) Items(ctx context.Context, region, table string) ([]map[string
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
+}
+
+// ExpireTTL plays DynamoDB TTL in region: it deletes every item of table
+// whose attribute attr (a Number of epoch seconds) is before the clock's
+// second, and replicates each deletion as DynamoDB replicates TTL deletes
+// on a global table: like any other write, stamped with the time of the
+// deletion. Last writer wins, so a deletion of an old version that is later
+// than a newer version written in another region, and not yet replicated
+// here, erases the newer version in every region. Items without attr are
+// kept. It runs while the region is cut off (TTL runs inside the region;
+// replication waits), and returns how many items it deleted.
+func (c *Cluster) ExpireTTL(ctx context.Context, region, table, attr string) (int, error) {
+	r := c.mustRegion(region)
+	c.mu.Lock()
+	_, global := c.tables[table]
+	c.mu.Unlock()
+	if !global {
+		return 0, fmt.Errorf("regionsim: ExpireTTL: %s is not a global table", table)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := c.opts.Clock().Unix()
+	in := map[string]any{"TableName": table, "ConsistentRead": true}
+	deleted := 0
+	for {
+		var page struct {
+			Items            []map[string]json.RawMessage
+			LastEvaluatedKey map[string]json.RawMessage
+		}
+		if err := r.call(ctx, "Scan", in, &page); err != nil {
+			return deleted, err
+		}
+		for _, item := range page.Items {
+			var v struct{ N string }
+			if json.Unmarshal(item[attr], &v) != nil || v.N == "" {
+				continue
+			}
+			if exp, err := strconv.ParseInt(v.N, 10, 64); err != nil || exp >= now {
+				continue
+			}
+			ref, err := c.itemKey(table, item)
+			if err != nil {
+				return deleted, err
+			}
+			keyJSON, err := canonicalKey(ref.key)
+			if err != nil {
+				return deleted, err
+			}
+			if err := r.call(ctx, "DeleteItem", map[string]any{"TableName": table, "Key": json.RawMessage(keyJSON)}, nil); err != nil {
+				return deleted, err
+			}
+			if err := c.captureItem(ctx, r, ref); err != nil {
+				return deleted, err
+			}
+			deleted++
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return deleted, nil
+		}
+		in["ExclusiveStartKey"] = page.LastEvaluatedKey
+	}
+}
+
+// itemKey returns the deletion of item of a replicated table.
+func (c *Cluster) itemKey(table string, item map[string]json.RawMessage) (itemRef, error) {
+	c.mu.Lock()
+	attrs := c.tables[table]
+	c.mu.Unlock()
+	key := map[string]json.RawMessage{}
+	for _, name := range attrs {
+		v, ok := item[name]
+		if !ok {
+			return itemRef{}, fmt.Errorf("regionsim: item of %s without key attribute %s", table, name)
+		}
+		key[name] = v
+	}
+	return itemRef{table: table, key: key, deleted: true, known: true}, nil
 }
 
 // capture records the changes of a successful write of op in r. The caller

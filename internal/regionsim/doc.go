@@ -23,6 +23,8 @@
 // It is a test instrument, not a DynamoDB model to draw latency or
 // capacity conclusions from: requests take no virtual time (so no request
 // is ever in flight when another arrives), replication is applied between
-// requests, BatchWriteItem and TTL deletions are not replicated, and only
-// tables created with Cluster.CreateGlobalTable are replicated.
+// requests, BatchWriteItem is not replicated, TTL deletes happen only when
+// Cluster.ExpireTTL plays them (and then replicate, last writer wins, as on
+// DynamoDB), and only tables created with Cluster.CreateGlobalTable are
+// replicated.
 package regionsim

@@ -44,11 +44,11 @@ const (
 )
 
 // Modes are the modes a simulation runs by default, in order.
-var Modes = []Mode{Naive, Home, HomeFailover, Strong}
+var Modes = []Mode{Naive, Home, HomeFailover, Strong, HomeTopologyChange}
 
 // ParseMode returns the mode named s.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range Modes {
+	for _, m := range slices.Concat(Modes, FenceModes) {
 		if string(m) == s {
 			return m, nil
 		}
@@ -257,10 +257,20 @@ type sim struct {
 	counters multiregion.Counters
 	res      Result
 	execs    map[string]int // Strong: handler executions per operation
+	// before, when set, runs before each attempt at its virtual time; route,
+	// when set, chooses the service of an attempt (scenario_topology.go).
+	before func(ctx context.Context, at time.Duration) error
+	route  func(a *attempt) http.Handler
 }
 
 // Run runs sc in mode on a new cluster and returns its counts.
 func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
+	if run := fenceScenario(mode); run != nil {
+		return run(ctx, sc) // scenario_fence.go
+	}
+	if mode == HomeTopologyChange {
+		return runTopologyChange(ctx, sc)
+	}
 	sc = sc.withDefaults()
 	if slices.Index(sc.Regions, sc.OutageRegion) < 0 {
 		return nil, fmt.Errorf("regionsim: outage region %q is not a region", sc.OutageRegion)
@@ -281,6 +291,11 @@ func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
 	if err := s.setup(ctx); err != nil {
 		return nil, err
 	}
+	return s.play(ctx)
+}
+
+// play runs the schedule, settles and counts.
+func (s *sim) play(ctx context.Context) (*Result, error) {
 	if err := s.run(ctx); err != nil {
 		return nil, err
 	}
@@ -293,11 +308,16 @@ func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
 	return &s.res, nil
 }
 
-func (s *sim) setup(ctx context.Context) error {
+// createTables creates the key table and the effects table, global.
+func (s *sim) createTables(ctx context.Context) error {
 	if err := s.cluster.CreateGlobalTable(ctx, keysTable, dynamostore.PartitionKey); err != nil {
 		return err
 	}
-	if err := s.cluster.CreateGlobalTable(ctx, effectsTable, "id"); err != nil {
+	return s.cluster.CreateGlobalTable(ctx, effectsTable, "id")
+}
+
+func (s *sim) setup(ctx context.Context) error {
+	if err := s.createTables(ctx); err != nil {
 		return err
 	}
 	storeOpts := func(o *dynamostore.Options) { o.Now = s.clock.Now }
@@ -315,8 +335,10 @@ func (s *sim) setup(ctx context.Context) error {
 				switch s.mode {
 				case Home:
 					o.Mode = multiregion.HomeRegion
+					o.Eviction = multiregion.EvictBySweeper // nothing expires within the scenario
 				case HomeFailover:
 					o.Mode = multiregion.HomeRegion
+					o.Eviction = multiregion.EvictBySweeper
 					o.Failover = true
 				case Strong:
 					o.Mode = multiregion.Strong
@@ -417,8 +439,16 @@ func (s *sim) run(ctx context.Context) error {
 	}
 	for q.Len() > 0 {
 		a := heap.Pop(q).(*attempt)
+		if err := s.pumpBeforeOutage(ctx, a.at); err != nil {
+			return err
+		}
 		advanceTo(s.clock, Epoch.Add(a.at))
 		s.setOutage(a.at)
+		if s.before != nil {
+			if err := s.before(ctx, a.at); err != nil {
+				return err
+			}
+		}
 		if _, err := s.cluster.Pump(ctx); err != nil {
 			return err
 		}
@@ -469,7 +499,11 @@ func (s *sim) send(a *attempt) int {
 	req.Header.Set(handler.HeaderName, a.op.key)
 	req.Header.Set("X-Tenant", a.op.scope)
 	rec := httptest.NewRecorder()
-	s.services[a.op.region[a.n]].ServeHTTP(rec, req)
+	if s.route != nil {
+		s.route(a).ServeHTTP(rec, req)
+	} else {
+		s.services[a.op.region[a.n]].ServeHTTP(rec, req)
+	}
 	return rec.Code
 }
 

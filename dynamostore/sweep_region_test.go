@@ -1,0 +1,61 @@
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+)
+
+// On a global table evicted without TTL, each region's sweeper deletes only
+// the records its own region wrote: a delete of another region's record
+// from a replica that has not seen its newest write would replicate and win.
+func TestSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
+	stores := map[string]*dynamostore.Store{
+		"a": e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "a" }),
+		"b": e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "b" }),
+		"":  e.store(nil, lease),
+	}
+	for region, s := range stores {
+		done, err := s.Claim(ctx, request("done-"+region, "x"))
+		require.NoError(t, err)
+		_, err = s.Commit(ctx, done, created, nil)
+		require.NoError(t, err)
+	}
+	e.clock.Advance(90 * time.Second)
+	for region, s := range stores {
+		_, err := s.Claim(ctx, request("stuck-"+region, "x"))
+		require.NoError(t, err)
+	}
+	e.clock.Advance(90 * time.Second) // the completed records expired, the claims' locks ran out
+
+	r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) { o.Region = "a" }).Sweep(ctx, "")
+	require.NoError(t, err)
+	checkIdentity(t, r)
+	assert.Equal(t, int64(1), r.Evicted, "a's completed record")
+	assert.Equal(t, int64(1), r.Reclaimed, "a's stuck claim")
+	assert.Equal(t, int64(4), r.Foreign, "b's records and the region-less ones are left alone")
+
+	raw := e.store(nil, lease, func(o *dynamostore.Options) { o.Now = func() time.Time { return e.clock.Now().Add(-80 * time.Second) } })
+	for _, key := range []string{"done-a", "stuck-a", "done-b", "stuck-b", "done-", "stuck-"} {
+		_, err := raw.Get(ctx, "tenant-a", key)
+		gone := errors.Is(err, dynamostore.ErrNotFound)
+		if !gone {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, key == "done-a" || key == "stuck-a", gone, key)
+	}
+
+	r, err = e.sweeper(e.client).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), r.Evicted, "without Region every expired record goes")
+	assert.Equal(t, int64(2), r.Reclaimed)
+}

@@ -1,0 +1,196 @@
+package multiregion_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/multiregion"
+)
+
+func refresh(d time.Duration) func(*multiregion.Options) {
+	return func(o *multiregion.Options) { o.TopologyRefresh = d }
+}
+
+func pins(p map[string]string) func(*multiregion.Options) {
+	return func(o *multiregion.Options) { o.Pins = p }
+}
+
+func TestFirstHomeRegionStoreWritesItsConfigurationAsTheTopologyRecord(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	ctx := context.Background()
+	_, err := multiregion.LoadTopology(ctx, w.regions[0])
+	require.ErrorIs(t, err, multiregion.ErrNoTopology)
+
+	rec, err := w.router(homeMode).CheckTopology(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), rec.Version)
+	assert.True(t, rec.Active.Equal(multiregion.Topology{Regions: three}))
+	assert.False(t, rec.Changing())
+
+	stored, err := multiregion.LoadTopology(ctx, w.regions[0])
+	require.NoError(t, err)
+	assert.Equal(t, rec, stored)
+}
+
+func TestStoreWhoseConfigurationContradictsTheTopologyRecordServesNothing(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	ctx := context.Background()
+	_, err := multiregion.AdvanceTopology(ctx, w.regions[0], multiregion.Topology{Regions: three})
+	require.NoError(t, err)
+
+	pinned := w.router(homeMode, pins(map[string]string{tenant: three[1]}))
+	_, err = pinned.CheckTopology(ctx)
+	require.ErrorIs(t, err, multiregion.ErrTopologyMismatch)
+	require.ErrorIs(t, err, multiregion.ErrInvalidConfig)
+	var ce *multiregion.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, ce.Reason, "AdvanceTopology")
+
+	svc := newService(t, pinned)
+	got := svc.post(keyHomedIn(t, three[0]), `{"amount":1}`)
+	assert.GreaterOrEqual(t, got.status, 500, got.body)
+	assert.Zero(t, svc.executed.Load(), "nothing runs under a contradicted configuration")
+}
+
+func TestAdvanceTopologyStepsThroughPrepareSwitchFinishAndRefusesAThirdTopology(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	ctx := context.Background()
+	t1 := multiregion.Topology{Regions: three}
+	t2 := multiregion.Topology{Regions: three, Pins: map[string]string{tenant: three[2]}}
+	t3 := multiregion.Topology{Regions: three[:2]}
+	var got []string
+	for _, to := range []multiregion.Topology{t1, t1, t2, t2, t2, t2} {
+		rec, err := multiregion.AdvanceTopology(ctx, w.regions[0], to)
+		require.NoError(t, err)
+		got = append(got, rec.String())
+		if rec.Version == 2 {
+			_, err := multiregion.AdvanceTopology(ctx, w.regions[0], t3)
+			require.ErrorIs(t, err, multiregion.ErrTopologyStep, "a third topology while a change is in progress")
+		}
+	}
+	assert.Equal(t, []string{
+		"v1 active " + t1.String(),
+		"v1 active " + t1.String(),
+		"v2 active " + t1.String() + " consulted " + t2.String(),
+		"v3 active " + t2.String() + " consulted " + t1.String(),
+		"v4 active " + t2.String(),
+		"v4 active " + t2.String(),
+	}, got)
+
+	_, err := multiregion.AdvanceTopology(ctx, w.regions[0], multiregion.Topology{Regions: []string{"a", "a"}})
+	assert.ErrorIs(t, err, multiregion.ErrTopologyStep)
+}
+
+// TestRetryBetweenProcessesOnAdjacentTopologyRecordsExecutesOnce: a pin
+// change moves a key from h1 to h2. One process still acts on the prepare
+// record (claims in h1), the other already on the switch record (claims
+// in h2); nothing replicates meanwhile. A retry reaching the other process
+// is answered from the first execution, in either order.
+func TestRetryBetweenProcessesOnAdjacentTopologyRecordsExecutesOnce(t *testing.T) {
+	t1 := multiregion.Topology{Regions: three}
+	for _, firstAtNew := range []bool{true, false} {
+		t.Run(map[bool]string{true: "new process first", false: "old process first"}[firstAtNew], func(t *testing.T) {
+			w := newWorld(t, time.Hour, false) // nothing replicates during the test
+			ctx := context.Background()
+			key := keyHomedIn(t, three[0])
+			p := map[string]string{tenant: multiregion.HomeOrder(tenant, key, three)[1]} // moves key
+			t2 := multiregion.Topology{Regions: three, Pins: p}
+			h1, h2 := t1.Home(tenant, key), t2.Home(tenant, key)
+			require.NotEqual(t, h1, h2)
+
+			_, err := multiregion.AdvanceTopology(ctx, w.regions[0], t1)
+			require.NoError(t, err)
+			_, err = multiregion.AdvanceTopology(ctx, w.regions[0], t2) // prepare
+			require.NoError(t, err)
+			oldRouter := w.router(homeMode, refresh(time.Hour))
+			_, err = oldRouter.CheckTopology(ctx)
+			require.NoError(t, err)
+			_, err = multiregion.AdvanceTopology(ctx, w.regions[0], t2) // switch
+			require.NoError(t, err)
+			newRouter := w.router(homeMode, pins(p), refresh(time.Hour))
+			_, err = newRouter.CheckTopology(ctx)
+			require.NoError(t, err)
+
+			old, next := newService(t, oldRouter), newService(t, newRouter)
+			first, second := old, next
+			if firstAtNew {
+				first, second = next, old
+			}
+			a := first.post(key, `{"amount":5}`)
+			require.Equal(t, http.StatusCreated, a.status, a.body)
+			b := second.post(key, `{"amount":5}`)
+			assert.Equal(t, http.StatusCreated, b.status, b.body)
+			assert.Equal(t, a.body, b.body, "the retry is answered with the first execution's response")
+			assert.Equal(t, int64(1), old.executed.Load()+next.executed.Load(), "executed once")
+			var effects []string
+			for _, r := range three {
+				effects = append(effects, w.effects(r, key)...)
+			}
+			assert.Len(t, effects, 1)
+		})
+	}
+}
+
+// TestProcessWithoutTheAddedRegionRefusesItsKeysDuringTheChange: a
+// process deployed before a region was added has no client for it; during
+// the change it answers 503 for the keys homed there under the new
+// topology (another process serves them), and serves the others.
+func TestProcessWithoutTheAddedRegionRefusesItsKeysDuringTheChange(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	ctx := context.Background()
+	t1 := multiregion.Topology{Regions: three[:2]}
+	t2 := multiregion.Topology{Regions: three}
+	_, err := multiregion.AdvanceTopology(ctx, w.regions[0], t1)
+	require.NoError(t, err)
+	_, err = multiregion.AdvanceTopology(ctx, w.regions[0], t2) // prepare
+	require.NoError(t, err)
+
+	oldRouter, err := multiregion.New(w.regions[:2], homeMode)
+	require.NoError(t, err)
+	old := newService(t, oldRouter)
+	moved, stays := keyHomedIn(t, three[2]), ""
+	for _, r := range three[:2] {
+		if k := keyHomedIn(t, r); t1.Home(tenant, k) == r {
+			stays = k
+			break
+		}
+	}
+	require.NotEmpty(t, stays)
+
+	got := old.post(moved, `{"amount":1}`)
+	assert.Equal(t, http.StatusServiceUnavailable, got.status, got.body)
+	assert.Zero(t, old.executed.Load())
+	got = old.post(stays, `{"amount":1}`)
+	assert.Equal(t, http.StatusCreated, got.status, got.body)
+
+	next := newService(t, w.router(homeMode))
+	got = next.post(moved, `{"amount":1}`)
+	assert.Equal(t, http.StatusCreated, got.status, got.body)
+}
+
+// TestStoreDoesNotWriteAFirstTopologyRecordWhileAnotherRegionHoldsOne: a
+// record written through one region and not yet replicated is found by a
+// store whose own region holds none; that store writes nothing (its first
+// record would replicate over the newer one, last writer wins).
+func TestStoreDoesNotWriteAFirstTopologyRecordWhileAnotherRegionHoldsOne(t *testing.T) {
+	w := newWorld(t, time.Hour, false) // nothing replicates during the test
+	ctx := context.Background()
+	t1 := multiregion.Topology{Regions: three}
+	t2 := multiregion.Topology{Regions: three, Pins: map[string]string{tenant: three[2]}}
+	_, err := multiregion.AdvanceTopology(ctx, w.regions[0], t1)
+	require.NoError(t, err)
+	_, err = multiregion.AdvanceTopology(ctx, w.regions[0], t2)
+	require.NoError(t, err)
+
+	rec, err := w.router(homeMode, func(o *multiregion.Options) { o.Local = three[1] }).CheckTopology(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rec.Version, "the newest record, read where it was written")
+	assert.True(t, rec.Changing())
+	_, err = multiregion.LoadTopology(ctx, w.regions[1])
+	assert.ErrorIs(t, err, multiregion.ErrNoTopology, "nothing written in the store's own region")
+}
