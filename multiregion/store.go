@@ -137,6 +137,12 @@ type Options struct {
 	// the replication lag and the longest request) between two steps of a
 	// topology change.
 	TopologyRefresh time.Duration
+	// TopologyReadTimeout (HomeRegion only) bounds each region's read of
+	// the topology record; the regions are read in parallel, so a refresh
+	// takes at most this long even when a region does not answer (default
+	// DefaultTopologyReadTimeout). A region whose read times out counts as
+	// unreachable: the record is taken from the others.
+	TopologyReadTimeout time.Duration
 	// Observer receives every routing decision (failover, fail closed,
 	// fence results, conflict retries); nil: none. It is called
 	// synchronously on the request's goroutine, possibly concurrently: it
@@ -333,6 +339,9 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	}
 	if o.TopologyRefresh <= 0 {
 		o.TopologyRefresh = DefaultTopologyRefresh
+	}
+	if o.TopologyReadTimeout <= 0 {
+		o.TopologyReadTimeout = DefaultTopologyReadTimeout
 	}
 	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
 	return s, nil

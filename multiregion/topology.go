@@ -31,6 +31,9 @@ const TopologyPartitionKey = "#idemkey/multiregion/topology"
 // read before reading it again (Options.TopologyRefresh).
 const DefaultTopologyRefresh = 10 * time.Second
 
+// DefaultTopologyReadTimeout is the default of Options.TopologyReadTimeout.
+const DefaultTopologyReadTimeout = 2 * time.Second
+
 // Attributes of the topology record.
 const (
 	attrTopoVersion   = "topo_v"
@@ -407,18 +410,40 @@ func (s *Store) topology(ctx context.Context) (*TopologyRecord, error) {
 func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 	readAt := s.local.store.Options().Now()
 	order := append([]*region{s.local}, s.regions...)
+	var tried []*region
+	for _, r := range order {
+		if !slices.ContainsFunc(tried, func(t *region) bool { return t.name == r.name }) {
+			tried = append(tried, r)
+		}
+	}
+	// Every region is read at once, each within TopologyReadTimeout, so a
+	// region that does not answer delays a refresh by that bound at most.
+	type read struct {
+		rec *TopologyRecord
+		err error
+	}
+	reads := make([]read, len(tried))
+	var wg sync.WaitGroup
+	for i, r := range tried {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, s.opts.TopologyReadTimeout)
+			defer cancel()
+			// A timed-out read is a *dynamostore.StoreError while ctx
+			// lives: an unreachable region below.
+			rec, err := LoadTopology(rctx, Region{Name: r.name, Store: r.store, Client: r.client})
+			reads[i] = read{rec, err}
+		})
+	}
+	wg.Wait()
 	var (
-		tried   []string
+		names   []string
 		best    *TopologyRecord
 		lastErr error
 		absent  int
 	)
-	for _, r := range order {
-		if slices.Contains(tried, r.name) {
-			continue
-		}
-		tried = append(tried, r.name)
-		rec, err := LoadTopology(ctx, Region{Name: r.name, Store: r.store, Client: r.client})
+	for i, r := range tried {
+		names = append(names, r.name)
+		rec, err := reads[i].rec, reads[i].err
 		switch {
 		case errors.Is(err, ErrNoTopology):
 			absent++
@@ -430,7 +455,7 @@ func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 			best = rec
 		}
 	}
-	if best == nil && absent == len(tried) {
+	if best == nil && absent == len(names) {
 		// No region holds a record: write the first one in Local's.
 		first := &TopologyRecord{Version: 1, Active: s.configured()}
 		r := Region{Name: s.local.name, Store: s.local.store, Client: s.local.client}
@@ -446,7 +471,7 @@ func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 		best = first
 	}
 	if best == nil && absent == 0 {
-		return nil, &RegionError{Regions: tried, Err: lastErr}
+		return nil, &RegionError{Regions: names, Err: lastErr}
 	}
 	// best is nil when some regions hold no record and the others cannot
 	// be read: the Store homes by its configuration until the next read.

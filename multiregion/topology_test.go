@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -193,4 +194,41 @@ func TestStoreDoesNotWriteAFirstTopologyRecordWhileAnotherRegionHoldsOne(t *test
 	assert.True(t, rec.Changing())
 	_, err = multiregion.LoadTopology(ctx, w.regions[1])
 	assert.ErrorIs(t, err, multiregion.ErrNoTopology, "nothing written in the store's own region")
+}
+
+// hangingTopologyReads is a region's client whose reads of the topology
+// record never answer: a partitioned region. It records the deadline of
+// each read it held.
+type hangingTopologyReads struct {
+	multiregion.TopologyClient
+	deadlines chan time.Time
+}
+
+func (h *hangingTopologyReads) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	deadline, _ := ctx.Deadline()
+	<-ctx.Done()
+	h.deadlines <- deadline
+	return nil, ctx.Err()
+}
+
+func TestTopologyRefreshIsBoundedWhenARegionDoesNotAnswer(t *testing.T) {
+	w := newWorld(t, time.Hour, false) // the record stays in the region that wrote it
+	ctx := context.Background()
+	written, err := multiregion.AdvanceTopology(ctx, w.regions[0], multiregion.Topology{Regions: three})
+	require.NoError(t, err)
+
+	hang := &hangingTopologyReads{TopologyClient: w.regions[2].Client, deadlines: make(chan time.Time, 1)}
+	w.regions[2].Client = hang
+	router := w.router(homeMode, func(o *multiregion.Options) { o.TopologyReadTimeout = 50 * time.Millisecond })
+
+	outer, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	outerDeadline, _ := outer.Deadline()
+	rec, err := router.CheckTopology(outer)
+	require.NoError(t, err, "the record is read from the regions that answer")
+	assert.Equal(t, written.Version, rec.Version)
+	held := <-hang.deadlines
+	require.False(t, held.IsZero(), "the silent region's read has a deadline of its own")
+	assert.True(t, held.Before(outerDeadline.Add(-50*time.Second)),
+		"it is bounded by TopologyReadTimeout, not by the request's deadline (held until %v, request until %v)", held, outerDeadline)
 }
