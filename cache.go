@@ -7,6 +7,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/fingerprint"
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // Cache keeps completed records in process memory so that a replay costs
@@ -58,7 +59,7 @@ func (c *Cache) Len() int {
 // lookup returns the cached response of (scope, key) at now: hit reports
 // an entry, mismatch that its fingerprint differs from fp.
 func (c *Cache) lookup(scope, key string, fp []byte, now time.Time) (resp Response, hit, mismatch bool) {
-	pk := dynamostore.PartitionKeyFor(scope, key)
+	pk := keyschema.PartitionKey(scope, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[pk]
@@ -92,7 +93,7 @@ func (c *Cache) store(rec *dynamostore.Record, now time.Time) {
 	if !now.Before(expires) {
 		return
 	}
-	pk := dynamostore.PartitionKeyFor(rec.Scope, rec.Key)
+	pk := keyschema.PartitionKey(rec.Scope, rec.Key)
 	e := &cacheEntry{pk: pk, fp: rec.Fingerprint, resp: *rec.Response, expires: expires}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -20,4 +20,8 @@
 //
 // A Guard fails closed: when DynamoDB cannot be reached the function is not
 // run (ErrUnavailable), because running it unguarded could execute it twice.
+//
+// The public surface: Guard (New, Do, CommitUnkeyed) and its Options
+// (Mode, Cache, timeouts), the Store it runs on, Request, Response and
+// Result, and the errors Do returns.
 package idemkey

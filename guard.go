@@ -3,11 +3,11 @@ package idemkey
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/fingerprint"
+	"github.com/idemkey/idemkey/internal/txnctx"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -55,13 +55,13 @@ const (
 	OneTrip
 )
 
-// OneTripStore is what OneTrip mode needs of a store in addition to Store.
+// oneTripStore is what OneTrip mode needs of a store in addition to Store.
 // *dynamostore.Store implements it.
-type OneTripStore interface {
+type oneTripStore interface {
 	CommitFirst(ctx context.Context, req Request, resp Response, tx *txn.Tx) (*dynamostore.Claim, error)
 }
 
-var _ OneTripStore = (*dynamostore.Store)(nil)
+var _ oneTripStore = (*dynamostore.Store)(nil)
 
 // Options configure a Guard. The zero value of each field selects its
 // default.
@@ -112,8 +112,8 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 		fn(&g.opts)
 	}
 	if g.opts.Mode == OneTrip {
-		if _, ok := store.(OneTripStore); !ok {
-			panic("idemkey: OneTrip mode needs a store that implements OneTripStore")
+		if _, ok := store.(oneTripStore); !ok {
+			panic("idemkey: OneTrip mode needs a store with a CommitFirst method, such as *dynamostore.Store")
 		}
 	}
 	if g.opts.Now == nil {
@@ -161,13 +161,16 @@ type Result struct {
 // fingerprint written by another execution answers as a replay.
 //
 // Errors: an *InFlightError (ErrInFlight), ErrMismatch, an
-// *UnavailableError (ErrUnavailable) when DynamoDB cannot be reached or the
-// commit's outcome cannot be established, ErrLockLost when the key was
-// reclaimed while fn ran (nothing was committed), errors of package txn
-// when a staged effect's condition failed (nothing was committed; the key
-// was released), dynamostore.ErrInvalidRequest, dynamostore.ErrCorruptRecord,
-// or the error fn returned (the key was released). A panic in fn releases
-// the key and is re-raised.
+// *UnavailableError (ErrUnavailable) when DynamoDB cannot be reached,
+// answers with a transient failure, or the commit's outcome cannot be
+// established, a *PermanentError (ErrPermanent) when DynamoDB answers with
+// a fault that a retry meets again (its Class says which; nothing was
+// committed), ErrLockLost when the key was reclaimed while fn ran (nothing
+// was committed), a *txn.ConditionFailedError when a staged effect's
+// condition failed (nothing was committed; the key was released),
+// dynamostore.ErrInvalidRequest, dynamostore.ErrCorruptRecord, or the
+// error fn returned (the key was released). A panic in fn releases the key
+// and is re-raised.
 func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	if c := g.opts.Cache; c != nil {
 		resp, hit, mismatch := c.lookup(req.Scope, req.Key, req.Fingerprint, g.opts.Now())
@@ -183,7 +186,7 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	}
 	claim, err := g.store.Claim(ctx, req)
 	if err != nil {
-		return nil, g.storeErr(err)
+		return nil, g.storeErr(err, nil)
 	}
 	if res, err, done := g.answered(claim); done {
 		return res, err
@@ -212,18 +215,18 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	}
 	var se *dynamostore.StoreError
 	if errors.As(err, &se) {
-		return g.confirmCommit(ctx, claim, resp, err)
+		return g.confirmCommit(ctx, claim, resp, g.storeErr(err, tx))
 	}
 	g.release(ctx, claim)
-	return nil, err
+	return nil, g.storeErr(err, tx)
 }
 
-// confirmCommit answers a request whose commit failed ambiguously (cerr):
-// it reads the record to learn whether the commit was applied. Not
-// applied, the key is released (a retry executes again); when that cannot
-// be established, the lock stays until its lease ends.
-func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, resp Response, cerr error) (*Result, error) {
-	unavailable := &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: cerr}
+// confirmCommit answers a request whose commit failed ambiguously with
+// unavailable (the Guard's error for the store's): it reads the record to
+// learn whether the commit was applied. Not applied, the key is released
+// (a retry executes again); when that cannot be established, the lock
+// stays until its lease ends.
+func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, resp Response, unavailable error) (*Result, error) {
 	for range 2 {
 		rec, gerr := g.confirm(ctx, claim.Record.Scope, claim.Record.Key)
 		switch {
@@ -277,7 +280,7 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func) (*Result, e
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
-	claim, err := g.store.(OneTripStore).CommitFirst(wctx, req, resp, tx)
+	claim, err := g.store.(oneTripStore).CommitFirst(wctx, req, resp, tx)
 	if err != nil {
 		var se *dynamostore.StoreError
 		if errors.As(err, &se) {
@@ -295,7 +298,7 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func) (*Result, e
 				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, nil
 			}
 		}
-		return nil, g.storeErr(err)
+		return nil, g.storeErr(err, tx)
 	}
 	if res, err, done := g.answered(claim); done {
 		return res, err
@@ -323,7 +326,7 @@ func (g *Guard) run(ctx context.Context, tx *txn.Tx, fn Func, onPanic func()) (r
 			}
 		}
 	}()
-	resp, err = fn(txn.NewContext(ctx, tx))
+	resp, err = fn(txnctx.With(ctx, tx))
 	panicked = false
 	return resp, err
 }
@@ -335,41 +338,3 @@ func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim) error {
 	defer cancel()
 	return g.store.Release(wctx, claim)
 }
-
-func (g *Guard) storeErr(err error) error {
-	var se *dynamostore.StoreError
-	if errors.As(err, &se) || errors.Is(err, dynamostore.ErrClaimContention) {
-		return &UnavailableError{RetryAfter: g.opts.RetryAfter, Err: err}
-	}
-	return err
-}
-
-var (
-	// ErrInFlight: another request holds the key. Retry after a delay.
-	ErrInFlight = errors.New("idemkey: request with this key is in flight")
-	// ErrMismatch: the key was already used for a different request.
-	ErrMismatch = errors.New("idemkey: key reused with a different request")
-	// ErrUnavailable: the key store cannot be reached; nothing was executed
-	// (or the execution's commit could not be confirmed and was undone).
-	ErrUnavailable = errors.New("idemkey: key store unavailable")
-	// ErrLockLost: the key's lease ran out while the function ran and
-	// another request reclaimed it; this execution's response and effects
-	// were not committed.
-	ErrLockLost = dynamostore.ErrLockLost
-)
-
-// InFlightError is the error for a key held by another request.
-type InFlightError struct{ RetryAfter time.Duration }
-
-func (e *InFlightError) Error() string   { return ErrInFlight.Error() }
-func (e *InFlightError) Is(t error) bool { return t == ErrInFlight }
-
-// UnavailableError is the error for an unreachable key store.
-type UnavailableError struct {
-	RetryAfter time.Duration
-	Err        error
-}
-
-func (e *UnavailableError) Error() string   { return fmt.Sprintf("%v: %v", ErrUnavailable, e.Err) }
-func (e *UnavailableError) Is(t error) bool { return t == ErrUnavailable }
-func (e *UnavailableError) Unwrap() error   { return e.Err }

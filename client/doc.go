@@ -38,22 +38,27 @@
 //   - transport errors: a refused or dropped connection, a reset, an
 //     unexpected EOF, a per-attempt timeout (Options.AttemptTimeout). The
 //     request may have executed; the retry replays it if it did.
-//   - 409 Conflict: idemkey's answer while another attempt with the same key
-//     is still running (often this client's own earlier attempt, whose
-//     response was lost), and when an attempt lost its lock or a staged
-//     effect's condition: nothing of it was saved.
+//   - 409 Conflict with Retry-After: idemkey's answer while another attempt
+//     with the same key is still running (often this client's own earlier
+//     attempt, whose response was lost), and when an attempt lost its lock:
+//     nothing of it was saved.
 //   - 425 Too Early and 429 Too Many Requests: the server asks to come back.
-//   - 500: idemkey answers 500 only when nothing was committed, and a
-//     handler's own 5xx releases the key: the retry executes once more.
+//   - 500 with Retry-After: the server asks to come back.
 //   - 502 and 504, from a proxy: the server either committed (the retry
 //     replays) or did not (the retry executes).
-//   - 503: idemkey's store is unreachable and the handler did not run.
+//   - 503: idemkey's store is unreachable or busy and nothing was
+//     committed.
 //
-// This default set is Options.RetryStatuses. Every other status is
-// returned to the caller at once: 2xx and 3xx, and every other 4xx, 422 in
-// particular (the key was already used for a different request: a bug that
-// retrying cannot fix) and 400, 401, 403, 404 and 413, whose answer a retry
-// would only repeat.
+// This default set is Options.RetryStatuses, and the statuses retried only
+// with Retry-After are Options.RetryAfterStatuses. Every other answer is
+// returned to the caller at once: 2xx and 3xx; a 409 without Retry-After
+// (idemkey's answer when a staged condition failed: the same request fails
+// the same way until the state it depends on changes); a 500 without
+// Retry-After (idemkey's answer to a fault that a retry meets again, such
+// as a missing table, and a handler's own 500, which the retry would
+// probably repeat); and every other 4xx, 422 in particular (the key was
+// already used for a different request: a bug that retrying cannot fix)
+// and 400, 401, 403, 404 and 413, whose answer a retry would only repeat.
 //
 // Against a server that does not honour Idempotency-Key, a retry after an
 // ambiguous failure can execute a POST twice: use the transport with

@@ -41,6 +41,16 @@ func DefaultRetryStatuses() []int {
 	}
 }
 
+// DefaultRetryAfterStatuses returns the statuses retried by default only
+// when the response carries Retry-After: 409 and 500. An idemkey server
+// marks with Retry-After the 409s that a retry with the same key resolves
+// (a request in flight, a lost lock), and sends none with the 409 of a
+// staged condition that failed or with its 500s, whose causes a retry
+// meets again.
+func DefaultRetryAfterStatuses() []int {
+	return []int{http.StatusConflict, http.StatusInternalServerError}
+}
+
 // Options configure a Transport. The zero value of each field selects its
 // default.
 type Options struct {
@@ -74,6 +84,11 @@ type Options struct {
 	// DefaultRetryStatuses()). Any other status is returned as it is. An
 	// empty, non-nil slice retries transport errors only.
 	RetryStatuses []int
+	// RetryAfterStatuses are the statuses of RetryStatuses that are
+	// retried only when the response carries a Retry-After header
+	// (default, when nil: DefaultRetryAfterStatuses()). An empty, non-nil
+	// slice retries every status of RetryStatuses.
+	RetryAfterStatuses []int
 	// MaxBufferBytes bounds the body of a request without GetBody, which
 	// is read into memory once to be sent on every attempt (default
 	// DefaultMaxBufferBytes). A longer body fails with
@@ -107,6 +122,7 @@ type Transport struct {
 	opts     Options
 	methods  map[string]bool
 	statuses map[int]bool
+	marked   map[int]bool // retried only with Retry-After
 
 	mu  sync.Mutex // guards rng
 	rng *rand.Rand // nil: math/rand/v2's generator
@@ -142,6 +158,9 @@ func NewTransport(base http.RoundTripper, optFns ...func(*Options)) *Transport {
 	if o.RetryStatuses == nil {
 		o.RetryStatuses = DefaultRetryStatuses()
 	}
+	if o.RetryAfterStatuses == nil {
+		o.RetryAfterStatuses = DefaultRetryAfterStatuses()
+	}
 	if o.MaxBufferBytes == 0 {
 		o.MaxBufferBytes = DefaultMaxBufferBytes
 	}
@@ -151,12 +170,15 @@ func NewTransport(base http.RoundTripper, optFns ...func(*Options)) *Transport {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	t := &Transport{base: base, opts: o, methods: map[string]bool{}, statuses: map[int]bool{}}
+	t := &Transport{base: base, opts: o, methods: map[string]bool{}, statuses: map[int]bool{}, marked: map[int]bool{}}
 	for _, m := range o.Methods {
 		t.methods[m] = true
 	}
 	for _, s := range o.RetryStatuses {
 		t.statuses[s] = true
+	}
+	for _, s := range o.RetryAfterStatuses {
+		t.marked[s] = true
 	}
 	if o.Rand != nil {
 		t.rng = rand.New(o.Rand)
@@ -178,7 +200,8 @@ func New(base *http.Client, optFns ...func(*Options)) *http.Client {
 // RoundTrip sends req. A request whose method is not guarded goes to the
 // base transport as it is. A guarded request is sent with its key (see the
 // package documentation for where the key comes from) until an attempt
-// gets a response whose status is not in RetryStatuses, which is returned;
+// gets a response whose status is not retried (see RetryStatuses and
+// RetryAfterStatuses), which is returned;
 // its resp.Request carries the key. Otherwise RoundTrip returns a
 // *RetryError. Before anything is sent it can also fail with an error
 // matching ErrInvalidKey or ErrBodyNotRewindable, or one reading the body.
@@ -226,7 +249,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body, out.GetBody, out.ContentLength = rc, body.get, body.length
 
 		resp, err := t.base.RoundTrip(out)
-		if err == nil && !t.statuses[resp.StatusCode] {
+		if err == nil && !t.retried(resp) {
 			t.observe(attempt, resp, nil, 0)
 			if t.opts.AttemptTimeout > 0 {
 				resp.Body = &cancelBody{rc: resp.Body, cancel: cancel}
@@ -265,6 +288,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, gaveUp
 		}
 	}
+}
+
+// retried reports whether resp's status is one to retry: in RetryStatuses,
+// and with a Retry-After header when in RetryAfterStatuses.
+func (t *Transport) retried(resp *http.Response) bool {
+	return t.statuses[resp.StatusCode] && (!t.marked[resp.StatusCode] || resp.Header.Get("Retry-After") != "")
 }
 
 func (t *Transport) observe(attempt int, resp *http.Response, err error, delay time.Duration) {

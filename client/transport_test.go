@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -306,8 +307,13 @@ func TestUnusableRetryAfterFallsBackToBackoff(t *testing.T) {
 
 func TestRetriesTheDefaultRetryableStatuses(t *testing.T) {
 	assert.Equal(t, []int{409, 425, 429, 500, 502, 503, 504}, client.DefaultRetryStatuses())
+	assert.Equal(t, []int{409, 500}, client.DefaultRetryAfterStatuses())
 	for _, status := range client.DefaultRetryStatuses() {
-		s := newServer(t, answer(status), answer(201))
+		first := answer(status)
+		if slices.Contains(client.DefaultRetryAfterStatuses(), status) {
+			first = answer(status, "Retry-After", "1")
+		}
+		s := newServer(t, first, answer(201))
 		c, p := newClient(t)
 		resp, err := post(t, c, s.srv.URL, `{}`)
 		require.NoError(t, err, status)
@@ -320,8 +326,21 @@ func TestRetriesTheDefaultRetryableStatuses(t *testing.T) {
 	}
 }
 
-func TestNeverRetriesOtherClientErrors(t *testing.T) {
-	for _, status := range []int{400, 401, 403, 404, 405, 413, 422} {
+func TestEmptyRetryAfterStatusesRetriesWithoutRetryAfter(t *testing.T) {
+	s := newServer(t, answer(500), answer(201))
+	c, _ := newClient(t, func(o *client.Options) { o.RetryAfterStatuses = []int{} })
+	resp, err := post(t, c, s.srv.URL, `{}`)
+	require.NoError(t, err)
+	assert.Equal(t, 201, resp.StatusCode)
+	readAll(t, resp)
+	assert.Len(t, s.requests(), 2)
+}
+
+// Client errors, and a 409 or a 500 without Retry-After (idemkey's answers
+// to a failed staged condition and to a fault a retry meets again), are
+// returned after one attempt.
+func TestNeverRetriesClientErrorsNor409Or500WithoutRetryAfter(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404, 405, 409, 413, 422, 500} {
 		s := newServer(t, answer(status), answer(201))
 		c, p := newClient(t)
 		resp, err := post(t, c, s.srv.URL, `{}`)

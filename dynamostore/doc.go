@@ -54,12 +54,17 @@
 // re-claimed since survives and counts as skipped); a stuck in-progress
 // record whose lock expired is deleted under
 // the condition that the same claim still holds it with its lock expired
-// (the spec's reclaim of dead owners). A pass stopped by its budget returns
-// a cursor; LoadSweepCursor and SaveSweepCursor keep it in the table under
-// the reserved key SweepCursorKey, which PartitionKeyFor never produces.
+// (the reclaim of a dead owner's key). A pass stopped by its budget returns
+// a cursor, which Sweep takes back, or which Resume keeps in the table
+// under a reserved key that no key record has.
 // Cost: one Scan per page, one DeleteItem per removed record.
 //
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the
 // handler and lambda packages for the front doors.
+//
+// The public surface: Store (New, EnsureTable, EnsureTableWithoutTTL) with
+// its Options, the record types (Request, Response, Record, Claim), the
+// Sweeper (NewSweeper, Sweep, Resume) with SweepOptions and SweepReport,
+// the limits and attribute names, and the errors.
 package dynamostore

@@ -3,6 +3,12 @@ package dynamostore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+
+	"github.com/idemkey/idemkey/txn"
 )
 
 var (
@@ -35,7 +41,8 @@ var (
 
 // StoreError reports a DynamoDB call that failed for a reason other than a
 // condition: the service was unreachable, throttled beyond the SDK's
-// retries, or rejected the request. Err is the SDK's error.
+// retries, or rejected the request. Err is the SDK's error. Class tells a
+// failure that a retry may overcome from one that it meets again.
 //
 // A StoreError on a write does not say whether the write was applied: a
 // timeout can arrive after DynamoDB applied it. The fences of this package
@@ -49,12 +56,130 @@ type StoreError struct {
 	Op        string // the DynamoDB operation, e.g. "PutItem"
 	Err       error
 	LockToken string
+	// Table is the key table the call addressed, when the Store made it;
+	// a commit's staged writes may address other tables too.
+	Table string
 }
 
 func (e *StoreError) Error() string { return "dynamostore: " + e.Op + ": " + e.Err.Error() }
 
 // Unwrap returns the SDK's error.
 func (e *StoreError) Unwrap() error { return e.Err }
+
+// Class returns the kind of the failure: empty when a retry may succeed,
+// otherwise the Class of a fault that a retry meets again.
+func (e *StoreError) Class() Class { return classify(e.Err) }
+
+// Temporary reports whether a retry of the call may succeed: its Class is
+// empty.
+func (e *StoreError) Temporary() bool { return e.Class() == "" }
+
+// Class names a kind of DynamoDB failure that retrying the same request
+// does not fix: only a change to the service, its tables or its
+// permissions does. The empty Class stands for a transient failure: a
+// throttling answer (ThrottlingException,
+// ProvisionedThroughputExceededException, RequestLimitExceeded), a server
+// error (InternalServerError, any 5xx), a timeout or network error with no
+// answer, a transaction that kept conflicting
+// (TransactionConflictException) or is still in progress
+// (TransactionInProgressException). Its values are stable and are the
+// names of the problem types idemkey's HTTP front doors answer with.
+type Class string
+
+const (
+	// ClassMissingTable: DynamoDB answered ResourceNotFoundException. The
+	// key table, or a table that a staged write names, does not exist (or
+	// is not ACTIVE) in the client's account and region.
+	ClassMissingTable Class = "missing-table"
+	// ClassAccessDenied: DynamoDB refused the caller's credentials or
+	// permissions (AccessDeniedException, UnrecognizedClientException, an
+	// invalid signature, an expired security token, a missing one).
+	ClassAccessDenied Class = "access-denied"
+	// ClassInvalidWrite: DynamoDB rejected a write as invalid
+	// (ValidationException: a staged item without its key attributes, two
+	// actions on one item, an item over 400 KB, a malformed expression), or
+	// cancelled a transaction for a reason other than a condition, a
+	// conflict or throttling (an item collection over its size limit).
+	ClassInvalidWrite Class = "invalid-write"
+	// ClassTooManyActions: the key record and the staged writes are more
+	// than txn.MaxActions actions. DynamoDB was not called.
+	ClassTooManyActions Class = "too-many-actions"
+	// ClassRejected: DynamoDB refused the call with another client error
+	// (HTTP 4xx) that the SDK does not retry.
+	ClassRejected Class = "store-rejected"
+)
+
+// ClassOf returns the Class of the permanent store failure in err's chain:
+// a *StoreError's Class, ClassTooManyActions for txn.ErrTooManyActions,
+// ClassInvalidWrite for a *txn.ValidationError or a *txn.CanceledError
+// whose reasons are not all throttling or conflicts. It returns the empty
+// Class for a transient failure and for an error that is not the failure
+// of a DynamoDB call (ErrLockLost, a staged condition, a function's own
+// error).
+func ClassOf(err error) Class {
+	var validation *txn.ValidationError
+	var canceled *txn.CanceledError
+	var se *StoreError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, txn.ErrTooManyActions):
+		return ClassTooManyActions
+	case errors.As(err, &validation):
+		return ClassInvalidWrite
+	case errors.As(err, &canceled):
+		for _, r := range canceled.Reasons {
+			switch aws.ToString(r.Code) {
+			case "", "None", "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
+			default:
+				return ClassInvalidWrite
+			}
+		}
+		return ""
+	case errors.As(err, &se):
+		return se.Class()
+	}
+	return ""
+}
+
+// retryables are the SDK's own rules for what its retryer retries.
+var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+
+// classify returns the Class of an error of the SDK: the error code of
+// DynamoDB's answer first, then the SDK's retry rules, then the HTTP
+// status. An error without an answer (a timeout, a refused connection, a
+// cancelled context) is transient.
+func classify(err error) Class {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return ""
+	}
+	switch api.ErrorCode() {
+	case "ResourceNotFoundException", "TableNotFoundException":
+		return ClassMissingTable
+	case "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
+		"IncompleteSignature", "IncompleteSignatureException", "MissingAuthenticationToken",
+		"MissingAuthenticationTokenException", "InvalidClientTokenId", "ExpiredToken",
+		"ExpiredTokenException", "SignatureDoesNotMatch", "NotAuthorized", "UnauthorizedOperation":
+		return ClassAccessDenied
+	case "ValidationException", "SerializationException", "ItemCollectionSizeLimitExceededException":
+		return ClassInvalidWrite
+	case "TransactionConflictException", "ReplicatedWriteConflictException":
+		return ""
+	}
+	if retryables.IsErrorRetryable(err) == aws.TrueTernary || api.ErrorFault() == smithy.FaultServer {
+		return ""
+	}
+	var resp interface{ HTTPStatusCode() int }
+	if errors.As(err, &resp) {
+		switch status := resp.HTTPStatusCode(); {
+		case status == 408 || status == 429:
+		case status >= 400 && status < 500:
+			return ClassRejected
+		}
+	}
+	return ""
+}
 
 // RecordError describes why an item is not a well-formed key record.
 // It matches ErrCorruptRecord with errors.Is.

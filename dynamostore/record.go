@@ -6,11 +6,12 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // State is the lifecycle state of a live record.
@@ -23,9 +24,19 @@ const (
 	StateCompleted State = "completed"
 )
 
-// Attribute names of a key record. TTLAttribute is the one to enable TTL on.
+// The attributes of a key table that its users and templates name.
 const (
-	attrPK       = "pk"
+	// TTLAttribute is the record's expiry attribute, a Number of epoch
+	// seconds. EnsureTable enables DynamoDB TTL on it; deploy templates
+	// must name the same attribute.
+	TTLAttribute = "exp"
+	// PartitionKey is the table's only key attribute, a String.
+	PartitionKey = "pk"
+)
+
+// Attribute names of a key record.
+const (
+	attrPK       = PartitionKey
 	attrVersion  = "v"
 	attrMethod   = "method"
 	attrPath     = "path"
@@ -40,16 +51,9 @@ const (
 	attrOmitted  = "omitted"
 	attrCreated  = "created"
 	attrDone     = "done"
-	attrExpires  = "exp"
+	attrExpires  = TTLAttribute
 	attrRegion   = "region"
 	recordFormat = "1"
-
-	// TTLAttribute is the record's expiry attribute, a Number of epoch
-	// seconds. EnsureTable enables DynamoDB TTL on it; deploy templates
-	// must name the same attribute.
-	TTLAttribute = attrExpires
-	// PartitionKey is the table's only key attribute, a String.
-	PartitionKey = attrPK
 )
 
 // MaxScopeBytes and MaxKeyBytes bound the two halves of a record's
@@ -166,25 +170,7 @@ func ceilSecond(t time.Time) time.Time {
 	return s
 }
 
-// PartitionKeyFor returns the partition key value of (scope, key): the
-// decimal byte length of scope, a colon, scope, then key. Distinct pairs
-// never share a value, whatever bytes they hold.
-func PartitionKeyFor(scope, key string) string {
-	return strconv.Itoa(len(scope)) + ":" + scope + key
-}
-
-// splitPartitionKey inverts PartitionKeyFor.
-func splitPartitionKey(pk string) (scope, key string, ok bool) {
-	colon := strings.IndexByte(pk, ':')
-	if colon <= 0 || colon > 5 {
-		return "", "", false
-	}
-	n, err := strconv.Atoi(pk[:colon])
-	if err != nil || n < 0 || colon+1+n > len(pk) || strconv.Itoa(n) != pk[:colon] {
-		return "", "", false
-	}
-	return pk[colon+1 : colon+1+n], pk[colon+1+n:], true
-}
+func splitPartitionKey(pk string) (scope, key string, ok bool) { return keyschema.Split(pk) }
 
 func attrS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func attrN(n int64) types.AttributeValue {
@@ -194,7 +180,7 @@ func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{
 
 // keyOf returns the primary key of the record for (scope, key).
 func keyOf(scope, key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: attrS(PartitionKeyFor(scope, key))}
+	return map[string]types.AttributeValue{attrPK: attrS(keyschema.PartitionKey(scope, key))}
 }
 
 // baseItem encodes the attributes shared by both states. Its values are
@@ -205,7 +191,7 @@ func baseItem(r *Record) map[string]types.AttributeValue {
 	item := make(map[string]types.AttributeValue, 16)
 	str := func(i int, name, v string) { strs[i].Value = v; item[name] = &strs[i] }
 	num := func(i int, name string, v int64) { nums[i].Value = strconv.FormatInt(v, 10); item[name] = &nums[i] }
-	str(0, attrPK, PartitionKeyFor(r.Scope, r.Key))
+	str(0, attrPK, keyschema.PartitionKey(r.Scope, r.Key))
 	str(1, attrMethod, r.Method)
 	str(2, attrPath, r.Path)
 	str(3, attrState, string(r.State))
@@ -281,10 +267,10 @@ var unstoredHeaders = map[string]bool{
 	"Set-Cookie": true, "Date": true, "Content-Length": true,
 }
 
-// StoredHeader reports whether a response header of this name is stored
+// storedHeader reports whether a response header of this name is stored
 // and replayed. Hop-by-hop headers, Set-Cookie, Date and Content-Length are
 // not.
-func StoredHeader(name string) bool {
+func storedHeader(name string) bool {
 	return !unstoredHeaders[http.CanonicalHeaderKey(name)]
 }
 
@@ -294,7 +280,7 @@ func encodeHeader(h http.Header) types.AttributeValue {
 	}
 	m := make(map[string]types.AttributeValue, len(h))
 	for name, values := range h {
-		if !StoredHeader(name) || len(values) == 0 {
+		if !storedHeader(name) || len(values) == 0 {
 			continue
 		}
 		l := make([]types.AttributeValue, len(values))

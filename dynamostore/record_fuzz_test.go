@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // fuzzValue turns a string into an attribute value of the kind chosen by
@@ -109,11 +111,11 @@ func TestCompletedRecordRoundTrips(t *testing.T) {
 	}
 }
 
-func TestSplitPartitionKeyInvertsPartitionKeyFor(t *testing.T) {
+func TestSplitPartitionKeyInvertsPartitionKey(t *testing.T) {
 	for _, c := range [][2]string{{"", "k"}, {"a", "bc"}, {"ab", "c"}, {"1:x", "2:y"}, {"long scope with : colons", "key"}} {
-		scope, key, ok := splitPartitionKey(PartitionKeyFor(c[0], c[1]))
+		scope, key, ok := splitPartitionKey(keyschema.PartitionKey(c[0], c[1]))
 		if !ok || scope != c[0] || key != c[1] {
-			t.Errorf("split(PartitionKeyFor(%q, %q)) = %q, %q, %v", c[0], c[1], scope, key, ok)
+			t.Errorf("split(keyschema.PartitionKey(%q, %q)) = %q, %q, %v", c[0], c[1], scope, key, ok)
 		}
 	}
 	for _, bad := range []string{"", ":k", "x:k", "5:ab", "01:ak", "-1:k"} {

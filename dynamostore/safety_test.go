@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -122,7 +123,7 @@ func TestSweepEvictionNeverDeletesALiveLockWrittenSinceTheScan(t *testing.T) {
 		Response: &dynamostore.Response{Status: 201}}
 	_, err := e.ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.table, Item: dynamostore.SweepTestItem(old)})
 	require.NoError(t, err)
-	target := dynamostore.PartitionKeyFor("tenant-a", "k1")
+	target := keyschema.PartitionKey("tenant-a", "k1")
 	hook := &deleteHook{SweepClient: e.client, before: func(pk string) {
 		if pk == target {
 			legacyInProgress(t, e, "k1")

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkey/idemkey/internal/keyschema"
+	"github.com/idemkey/idemkey/internal/txnwrite"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -32,7 +34,7 @@ var _ Client = (*dynamodb.Client)(nil)
 // Defaults of Options.
 const (
 	// DefaultRetention is how long a record lives after its last write:
-	// 24 hours, the spec's floor for payment-style operations. Seven days
+	// 24 hours, the floor for payment-style operations. Seven days
 	// suits clients whose queues can pause over a weekend.
 	DefaultRetention = 24 * time.Hour
 	// DefaultLease is how long a claim's lock holds before another request
@@ -387,7 +389,7 @@ func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, &StoreError{Op: "GetItem", Err: err}
+		return nil, &StoreError{Op: "GetItem", Err: err, Table: s.table}
 	}
 	if len(out.Item) == 0 {
 		return nil, ErrNotFound
@@ -508,7 +510,7 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
-			return nil, &StoreError{Op: "PutItem", Err: err, LockToken: rec.LockToken}
+			return nil, &StoreError{Op: "PutItem", Err: err, LockToken: rec.LockToken, Table: s.table}
 		}
 		return ccf.Item, errFenceFailed
 	}
@@ -520,22 +522,20 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
-	err := txn.Write(ctx, s.client, fence, effects, func(attempt int) string {
-		return CommitToken(rec, attempt)
-	}, func(o *txn.Options) { *o = s.opts.Txn })
+	err := txnwrite.Write(ctx, s.client, fence, effects, func(attempt int) string {
+		return commitToken(rec, attempt)
+	}, s.opts.Txn)
 	if err == nil {
 		return nil, nil
 	}
-	var fe *txn.FenceError
+	var fe *txnwrite.FenceError
 	if errors.As(err, &fe) {
 		return fe.Item, errFenceFailed
 	}
-	var canceled *txn.CanceledError
-	if errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
-		errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) || errors.Is(err, txn.ErrTokenMismatch) {
+	if isTxnAnswer(err) {
 		return nil, err
 	}
-	return nil, &StoreError{Op: "TransactWriteItems", Err: err, LockToken: rec.LockToken}
+	return nil, &StoreError{Op: "TransactWriteItems", Err: err, LockToken: rec.LockToken, Table: s.table}
 }
 
 // storedView returns rec as it was stored: when the encoder left the body
@@ -552,7 +552,7 @@ func storedView(rec *Record, item map[string]types.AttributeValue) *Record {
 	} else {
 		kept := make(http.Header, len(resp.Header))
 		for name, values := range resp.Header {
-			if StoredHeader(name) && len(values) > 0 {
+			if storedHeader(name) && len(values) > 0 {
 				kept[name] = values
 			}
 		}
@@ -606,19 +606,19 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 	if errors.As(err, &ccf) {
 		return ErrLockLost
 	}
-	return &StoreError{Op: "DeleteItem", Err: err}
+	return &StoreError{Op: "DeleteItem", Err: err, Table: s.table}
 }
 
-// CommitToken returns the ClientRequestToken of a transaction attempt
+// commitToken returns the ClientRequestToken of a transaction attempt
 // writing the completed record rec: derived from its lock token (random
 // per claim), its completion time and the attempt number, so it is the
 // same for every SDK retry of one attempt and for a repeated Commit of one
 // claim (which reuses the completion time), and differs across claims and
 // across the attempts of CommitFirst.
-func CommitToken(rec *Record, attempt int) string {
+func commitToken(rec *Record, attempt int) string {
 	h := sha256.New()
 	h.Write([]byte("idemkey/commit/v2\x00"))
-	h.Write([]byte(PartitionKeyFor(rec.Scope, rec.Key)))
+	h.Write([]byte(keyschema.PartitionKey(rec.Scope, rec.Key)))
 	h.Write([]byte{0})
 	h.Write([]byte(rec.LockToken))
 	h.Write([]byte{0})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -460,7 +461,7 @@ func TestForeignItemIsACorruptRecordNotAReplay(t *testing.T) {
 	s := e.store(nil)
 	ctx := context.Background()
 	_, err := e.ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &e.table, Item: map[string]types.AttributeValue{
-		"pk":  &types.AttributeValueMemberS{Value: dynamostore.PartitionKeyFor("tenant-a", "k1")},
+		"pk":  &types.AttributeValueMemberS{Value: keyschema.PartitionKey("tenant-a", "k1")},
 		"exp": &types.AttributeValueMemberN{Value: "99999999999"},
 		"fp":  &types.AttributeValueMemberS{Value: "not bytes"},
 	}})

@@ -20,6 +20,9 @@ import (
 type SweepClient interface {
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	// GetItem and PutItem read and write the resume cursor (Resume).
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
 
 var _ SweepClient = (*dynamodb.Client)(nil)
@@ -33,7 +36,7 @@ const (
 	// resume cursor, with every segment pending at a partition key of
 	// DynamoDB's maximal 2048 bytes, a table name of 255 and a Region of
 	// MaxSweepRegionLen, still fits in the one item (400 KB, counted as
-	// 400,000 bytes) SaveRegionSweepCursor writes: 145.
+	// 400,000 bytes) Resume writes: 145.
 	MaxSweepSegments = 145
 	// DefaultSweepPageSize is the Limit of each Scan request: 500 items.
 	DefaultSweepPageSize = 500
@@ -103,7 +106,7 @@ type SweepOptions struct {
 	// that writes it and a replicated delete never races a newer write.
 	// At most MaxSweepRegionLen bytes. Its resume cursors are its own: a
 	// sweep with another Region (or none) rejects them, and each region
-	// keeps its cursor in its own item (SaveRegionSweepCursor).
+	// keeps its cursor in its own item (Resume).
 	Region string
 	// Logger receives one summary record per sweep (level Info, or Warn
 	// when something failed) and a Debug record per record that changed
@@ -112,9 +115,9 @@ type SweepOptions struct {
 	Logger *slog.Logger
 }
 
-// Sweeper deletes the expired and stuck records of one key table: the
-// spec's Steps 4 and 5, with DynamoDB's parallel Scan and conditional
-// deletes. It is safe for concurrent use; concurrent sweeps of one table
+// Sweeper deletes the expired and stuck records of one key table (expiry
+// and the reclaim of dead owners' keys), with DynamoDB's parallel Scan and
+// conditional deletes. It is safe for concurrent use; concurrent sweeps of one table
 // are correct but do the same work twice.
 type Sweeper struct {
 	client SweepClient
@@ -204,9 +207,8 @@ func sweepProjectionNames() map[string]string {
 //     with a DeleteItem conditioned on the same state, lock token and an
 //     expired lock: a record completed or claimed again survives;
 //   - every other record is live and is left alone;
-//   - an item that is not a key record (the cursor items at SweepCursorKey
-//     and SweepCursorKeyFor, anything written by others) is foreign and is
-//     left alone.
+//   - an item that is not a key record (the cursor items Resume writes,
+//     anything written by others) is foreign and is left alone.
 //
 // A delete whose condition fails counts as skipped. With DryRun nothing is
 // deleted and the report counts what would have been.
@@ -581,18 +583,18 @@ func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, actio
 	case errors.As(err, &ccf):
 		t.skipped++
 		r.s.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "idemkey sweep: record changed since the scan, left in place",
-			slog.String("table", r.s.table), slog.String("action", action), slog.String("key", SweepKeyHash(pk)))
+			slog.String("table", r.s.table), slog.String("action", action), slog.String("key", sweepKeyHash(pk)))
 	case ctx.Err() != nil:
 		// Canceled: the segment stops after this page and sweeps it again.
 	default:
-		t.fail(&StoreError{Op: "DeleteItem", Err: err}, fmt.Sprintf("DeleteItem (%s, key %s): %v", action, SweepKeyHash(pk), err))
+		t.fail(&StoreError{Op: "DeleteItem", Err: err}, fmt.Sprintf("DeleteItem (%s, key %s): %v", action, sweepKeyHash(pk), err))
 	}
 }
 
-// SweepKeyHash returns the short hash by which sweep logs and messages
+// sweepKeyHash returns the short hash by which sweep logs and messages
 // name a record: 12 hex digits of a SHA-256 of its partition key value, so
 // that logs can correlate records without holding clients' keys.
-func SweepKeyHash(pk string) string {
+func sweepKeyHash(pk string) string {
 	sum := sha256.Sum256([]byte("idemkey/sweep-key\x00" + pk))
 	return hex.EncodeToString(sum[:6])
 }

@@ -21,7 +21,7 @@ import (
 // of another SweepOptions.Region.
 var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 
-// ErrCursorTooLarge reports a cursor that SaveSweepCursor cannot keep: its
+// ErrCursorTooLarge reports a cursor that Resume cannot keep in the table: its
 // item would exceed DynamoDB's item size limit of 400 KB, counted as
 // 400,000 bytes. A cursor that a
 // Sweeper returns for a key table (whose key is one String attribute, at
@@ -29,8 +29,7 @@ var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 // MaxSweepSegments.
 var ErrCursorTooLarge = errors.New("dynamostore: sweep cursor too large for one item")
 
-// MaxSweepRegionLen bounds SweepOptions.Region and the region of
-// LoadRegionSweepCursor and SaveRegionSweepCursor: 64 bytes (AWS region
+// MaxSweepRegionLen bounds SweepOptions.Region: 64 bytes (AWS region
 // names are shorter than 30). A region's cursor carries its name, and its
 // item's partition key does too; MaxSweepSegments counts both at this
 // length.
@@ -139,10 +138,10 @@ func sweepCursorWorstLen(segments int) int {
 }
 
 // sweepCursorItemBytes returns the size, by DynamoDB's rules, of the item
-// in which SaveRegionSweepCursor keeps a cursor of cursorLen bytes for
+// in which Resume keeps a cursor of cursorLen bytes for
 // region, with its "updated" number at its largest.
 func sweepCursorItemBytes(cursorLen int, region string) int {
-	return len(attrPK) + len(SweepCursorKeyFor(region)) + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
+	return len(attrPK) + len(sweepCursorKeyFor(region)) + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
 }
 
 // encode returns the cursor as an opaque string: base64url of its binary
@@ -417,26 +416,22 @@ func sweepKeyFromCursor(key map[string]sweepKeyValue) map[string]types.Attribute
 	return out
 }
 
-// SweepCursorKey is the partition key of the item in which SaveSweepCursor
-// keeps a scheduled sweeper's resume cursor, in the key table itself.
-// PartitionKeyFor never returns it (its values begin with a decimal
-// digit), and Sweep never deletes it: it counts it as a foreign item.
-const SweepCursorKey = "#sweep-cursor"
+// sweepCursorKey is the partition key of the item in which Resume keeps
+// the resume cursor of the sweeps of every record, in the key table
+// itself. No key record's partition key begins with '#', and Sweep never
+// deletes it: it counts it as a foreign item.
+const sweepCursorKey = "#sweep-cursor"
 
 // regionCursorKeyPrefix begins the partition key of a region's cursor item.
-const regionCursorKeyPrefix = SweepCursorKey + "/"
+const regionCursorKeyPrefix = sweepCursorKey + "/"
 
-// SweepCursorKeyFor returns the partition key of the item that keeps the
-// resume cursor of the sweeps restricted to region
-// (SweepOptions.Region): SweepCursorKey when region is "", otherwise
-// SweepCursorKey + "/" + region. On a global table each region's sweeper
-// thus keeps its own item, which only it writes; the items replicate, and
-// no sweeper overwrites another's. Like SweepCursorKey, none of them is
-// ever a record's partition key (those begin with a decimal digit), and
-// Sweep never deletes them: it counts them as foreign items.
-func SweepCursorKeyFor(region string) string {
+// sweepCursorKeyFor returns the partition key of the item that keeps the
+// resume cursor of the sweeps restricted to region: sweepCursorKey when
+// region is "", otherwise sweepCursorKey + "/" + region. On a global table
+// each region's sweeper thus keeps its own item, which only it writes.
+func sweepCursorKeyFor(region string) string {
 	if region == "" {
-		return SweepCursorKey
+		return sweepCursorKey
 	}
 	return regionCursorKeyPrefix + region
 }
@@ -455,38 +450,17 @@ const (
 	attrSweepUpdated = "updated"
 )
 
-// CursorClient is the set of DynamoDB calls LoadSweepCursor and
-// SaveSweepCursor make. *dynamodb.Client satisfies it.
-type CursorClient interface {
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
-	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-}
-
-var _ CursorClient = (*dynamodb.Client)(nil)
-
-// LoadSweepCursor returns the resume cursor saved in table by
-// SaveSweepCursor, or "" when there is none (no pass is unfinished). It
-// costs one consistent GetItem. Errors: *StoreError, or *RecordError when
-// the item at SweepCursorKey is not a cursor item. It is
-// LoadRegionSweepCursor with region "".
-func LoadSweepCursor(ctx context.Context, client CursorClient, table string) (string, error) {
-	return LoadRegionSweepCursor(ctx, client, table, "")
-}
-
-// LoadRegionSweepCursor returns the resume cursor that
-// SaveRegionSweepCursor saved in table for region, from the item at
-// SweepCursorKeyFor(region), or "" when there is none. It costs one
-// consistent GetItem. Errors: *StoreError; *RecordError when that item is
-// not a cursor item; without any call, an error when region is longer than
-// MaxSweepRegionLen bytes.
-func LoadRegionSweepCursor(ctx context.Context, client CursorClient, table, region string) (string, error) {
+// loadSweepCursor returns the resume cursor saveSweepCursor saved in table
+// for region, or "" when there is none: one consistent GetItem. Errors:
+// *StoreError; *RecordError when that item is not a cursor item; without
+// any call, an error when region is longer than MaxSweepRegionLen bytes.
+func loadSweepCursor(ctx context.Context, client SweepClient, table, region string) (string, error) {
 	if err := checkSweepRegion(region); err != nil {
 		return "", err
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &table,
-		Key:            map[string]types.AttributeValue{attrPK: attrS(SweepCursorKeyFor(region))},
+		Key:            map[string]types.AttributeValue{attrPK: attrS(sweepCursorKeyFor(region))},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -498,31 +472,18 @@ func LoadRegionSweepCursor(ctx context.Context, client CursorClient, table, regi
 	return getS(out.Item, attrSweepCursor)
 }
 
-// SaveSweepCursor keeps cursor in table for the next LoadSweepCursor: one
-// PutItem of the item at SweepCursorKey, or, when cursor is "" (the pass
-// finished), one DeleteItem of it. Concurrent savers overwrite each other
-// and the last one wins: as each run saves only positions it has swept up
-// to, that at worst makes the next sweep repeat part of a pass. now is
-// written as the item's "updated" time for operators. Errors: *StoreError, or, without
-// any call, an error matching ErrCursorTooLarge when the item would exceed
-// 400,000 bytes (never for a cursor that a Sweeper returned for a key table).
-// It is SaveRegionSweepCursor with region "".
-func SaveSweepCursor(ctx context.Context, client CursorClient, table, cursor string, now time.Time) error {
-	return SaveRegionSweepCursor(ctx, client, table, "", cursor, now)
-}
-
-// SaveRegionSweepCursor is SaveSweepCursor for the sweeps restricted to
-// region (SweepOptions.Region): it keeps cursor in the item at
-// SweepCursorKeyFor(region), for LoadRegionSweepCursor with the same
-// region, and leaves every other region's item alone. A Sweeper with
-// Region set rejects (ErrInvalidCursor) a cursor of another region. It
-// also fails without any call when region is longer than
-// MaxSweepRegionLen bytes.
-func SaveRegionSweepCursor(ctx context.Context, client CursorClient, table, region, cursor string, now time.Time) error {
+// saveSweepCursor keeps cursor in table for loadSweepCursor with the same
+// region: one PutItem, or, when cursor is "" (the pass finished), one
+// DeleteItem. now is written as the item's "updated" time for operators.
+// Errors: *StoreError, or, without any call, an error matching
+// ErrCursorTooLarge when the item would exceed 400,000 bytes (never for a
+// cursor a Sweeper returned for a key table), or one for a region longer
+// than MaxSweepRegionLen bytes.
+func saveSweepCursor(ctx context.Context, client SweepClient, table, region, cursor string, now time.Time) error {
 	if err := checkSweepRegion(region); err != nil {
 		return err
 	}
-	key := map[string]types.AttributeValue{attrPK: attrS(SweepCursorKeyFor(region))}
+	key := map[string]types.AttributeValue{attrPK: attrS(sweepCursorKeyFor(region))}
 	if cursor == "" {
 		if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: key}); err != nil {
 			return &StoreError{Op: "DeleteItem", Err: err}

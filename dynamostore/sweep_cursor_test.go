@@ -139,7 +139,7 @@ func worstCaseCursor(table, region string, segments int) *sweepCursor {
 // bytes). The limit is 400 KB counted as 400,000 bytes, the least that
 // DynamoDB implementations accept.
 func cursorItemSize(cursor, region string) int {
-	key := SweepCursorKey
+	key := sweepCursorKey
 	if region != "" {
 		key += "/" + region
 	}
@@ -205,8 +205,8 @@ func TestWorstCaseCursorAtMaxSweepSegmentsIsSavedAndLoadedBack(t *testing.T) {
 
 	for _, region := range []string{"", longestRegion} {
 		want := worstCaseCursor(table, region, MaxSweepSegments)
-		require.NoError(t, SaveRegionSweepCursor(ctx, ep.Client, table, region, want.encode(), time.Unix(1_800_000_000, 0)), region)
-		saved, err := LoadRegionSweepCursor(ctx, ep.Client, table, region)
+		require.NoError(t, saveSweepCursor(ctx, ep.Client, table, region, want.encode(), time.Unix(1_800_000_000, 0)), region)
+		saved, err := loadSweepCursor(ctx, ep.Client, table, region)
 		require.NoError(t, err)
 		got, err := sweepDecodeCursor(saved, table, region)
 		require.NoError(t, err, "a sweep resumes from the saved cursor")
@@ -219,7 +219,7 @@ func TestSaveSweepCursorRefusesACursorLargerThanAnItemWithoutACall(t *testing.T)
 	calls := ddbtest.NewCounter()
 	client := ep.NewClient(calls.Install)
 	cursor := strings.Repeat("A", 400_000)
-	err := SaveSweepCursor(context.Background(), client, "keys", cursor, time.Unix(1_800_000_000, 0))
+	err := saveSweepCursor(context.Background(), client, "keys", "", cursor, time.Unix(1_800_000_000, 0))
 	require.ErrorIs(t, err, ErrCursorTooLarge)
 	assert.Contains(t, err.Error(), "400 KB")
 	assert.Zero(t, calls.Total())
@@ -246,7 +246,7 @@ func TestCursorWithoutRegionIsStillVersion2ByteForByte(t *testing.T) {
 	want := []byte{2, 4, 'k', 'e', 'y', 's', 3, 1, 0, 2, 1, 2, 'p', 'k', 'S', 1, 'x'}
 	assert.Equal(t, base64.RawURLEncoding.EncodeToString(want), c.encode())
 	assert.Equal(t, sweepCursorVersion, c.Version)
-	assert.Equal(t, SweepCursorKey, SweepCursorKeyFor(""), "the region-less cursor item is where it always was")
+	assert.Equal(t, sweepCursorKey, sweepCursorKeyFor(""), "the region-less cursor item is where it always was")
 }
 
 func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T) {
@@ -278,21 +278,21 @@ func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T
 func TestEachRegionsCursorHasItsOwnItemAndAnOverlongRegionMakesNoCall(t *testing.T) {
 	keys := map[string]bool{}
 	for _, region := range []string{"", "us-east-1", "eu-west-1", "us-east-1/x", longestRegion} {
-		key := SweepCursorKeyFor(region)
+		key := sweepCursorKeyFor(region)
 		assert.False(t, keys[key], "one item per region: %q", region)
 		keys[key] = true
 		_, _, isRecord := splitPartitionKey(key)
 		assert.False(t, isRecord, "never a record's partition key: %q", key)
-		assert.LessOrEqual(t, len(key), len(SweepCursorKey)+1+MaxSweepRegionLen)
+		assert.LessOrEqual(t, len(key), len(sweepCursorKey)+1+MaxSweepRegionLen)
 	}
 
 	ep := localstack.ForTest(t)
 	calls := ddbtest.NewCounter()
 	client := ep.NewClient(calls.Install)
 	tooLong := longestRegion + "r"
-	_, err := LoadRegionSweepCursor(context.Background(), client, "keys", tooLong)
+	_, err := loadSweepCursor(context.Background(), client, "keys", tooLong)
 	assert.ErrorContains(t, err, "MaxSweepRegionLen")
-	err = SaveRegionSweepCursor(context.Background(), client, "keys", tooLong, "c", time.Unix(1_800_000_000, 0))
+	err = saveSweepCursor(context.Background(), client, "keys", tooLong, "c", time.Unix(1_800_000_000, 0))
 	assert.ErrorContains(t, err, "MaxSweepRegionLen")
 	assert.Zero(t, calls.Total())
 }
@@ -351,7 +351,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 			if finished[region] {
 				continue
 			}
-			cursor, err := LoadRegionSweepCursor(ctx, ep.Client, table, region)
+			cursor, err := loadSweepCursor(ctx, ep.Client, table, region)
 			require.NoError(t, err)
 			require.Equal(t, round > 0, cursor != "", "%s resumes from round 1 on (round %d)", region, round)
 			s := NewSweeper(client, table, func(o *SweepOptions) {
@@ -360,16 +360,16 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 			})
 			r, err := s.Sweep(ctx, cursor)
 			require.NoError(t, err, "%s resumes from its own cursor (round %d)", region, round)
-			require.NoError(t, SaveRegionSweepCursor(ctx, ep.Client, table, region, r.Cursor, clock.Now()))
+			require.NoError(t, saveSweepCursor(ctx, ep.Client, table, region, r.Cursor, clock.Now()))
 			evicted[region] += r.Evicted
 			sweeps[region]++
 			finished[region] = r.Finished
 		}
 		if round == 0 {
 			keys := itemKeys(t, ep.Client, table)
-			assert.Contains(t, keys, SweepCursorKey+"/us-east-1")
-			assert.Contains(t, keys, SweepCursorKey+"/eu-west-1")
-			assert.NotContains(t, keys, SweepCursorKey)
+			assert.Contains(t, keys, sweepCursorKey+"/us-east-1")
+			assert.Contains(t, keys, sweepCursorKey+"/eu-west-1")
+			assert.NotContains(t, keys, sweepCursorKey)
 		}
 	}
 	assert.Equal(t, map[string]bool{"us-east-1": true, "eu-west-1": true}, finished)
@@ -385,7 +385,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 func TestSweepersLeaveEveryCursorItemAndTheTopologyRecordAlone(t *testing.T) {
 	ep, table, clock := regionalTable(t)
 	ctx := context.Background()
-	reserved := []string{SweepCursorKey, SweepCursorKeyFor("us-east-1"), SweepCursorKeyFor("eu-west-1"),
+	reserved := []string{sweepCursorKey, sweepCursorKeyFor("us-east-1"), sweepCursorKeyFor("eu-west-1"),
 		"#idemkey/multiregion/topology"} // multiregion.TopologyPartitionKey
 	for _, pk := range reserved {
 		_, err := ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{

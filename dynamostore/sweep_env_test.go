@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // Seeded record kinds.
@@ -92,7 +93,7 @@ func seed(t testing.TB, client *dynamodb.Client, table string, now time.Time, n 
 		if kind == expired {
 			s.lag = max(s.lag, now.Sub(rec.Expires))
 		}
-		s.byKind[kind] = append(s.byKind[kind], dynamostore.PartitionKeyFor(rec.Scope, rec.Key))
+		s.byKind[kind] = append(s.byKind[kind], keyschema.PartitionKey(rec.Scope, rec.Key))
 		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: dynamostore.SweepTestItem(rec)}})
 		if len(batch) == 25 {
 			flush()

@@ -1,6 +1,11 @@
 package dynamostore
 
-import "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
 
 // SweepTestItem returns the item a Store writes for rec: encoded by the
 // store's own encoders, so that tests can seed thousands of records with
@@ -11,4 +16,20 @@ func SweepTestItem(rec *Record) map[string]types.AttributeValue {
 		return encodeCompleted(rec, DefaultCompressAbove, maxItemBytes)
 	}
 	return baseItem(rec)
+}
+
+// SweepKeyHash is the hash by which sweep logs name a record.
+func SweepKeyHash(pk string) string { return sweepKeyHash(pk) }
+
+// SweepCursorKey is the partition key of the cursor item Resume keeps.
+const SweepCursorKey = sweepCursorKey
+
+// LoadSweepCursor reads the cursor Resume keeps for the sweeps of every record.
+func LoadSweepCursor(ctx context.Context, client SweepClient, table string) (string, error) {
+	return loadSweepCursor(ctx, client, table, "")
+}
+
+// SaveSweepCursor writes the cursor Resume keeps for the sweeps of every record.
+func SaveSweepCursor(ctx context.Context, client SweepClient, table, cursor string, now time.Time) error {
+	return saveSweepCursor(ctx, client, table, "", cursor, now)
 }

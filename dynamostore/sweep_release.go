@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 var (
@@ -57,7 +59,7 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 		return nil, err
 	}
 	now := s.opts.Now()
-	pk := PartitionKeyFor(scope, key)
+	pk := keyschema.PartitionKey(scope, key)
 	var in *dynamodb.DeleteItemInput
 	switch {
 	case rec.State == StateCompleted && !o.Completed:

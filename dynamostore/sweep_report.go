@@ -75,7 +75,7 @@ type SweepReport struct {
 	// emulator's front reports an estimate).
 	ConsumedReadUnits, ConsumedWriteUnits float64
 	// Errors counts failed DynamoDB calls; ErrorMessages holds the first
-	// five, naming keys only by SweepKeyHash.
+	// five, naming keys only by a short hash of their partition key.
 	Errors        int64
 	ErrorMessages []string
 	// Finished is true when the pass is complete; Cursor is then "".

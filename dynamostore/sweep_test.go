@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // sweeper returns a Sweeper over e's table on e's clock: 4 segments, pages
@@ -93,7 +94,7 @@ func TestRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T) {
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	const victim = 42 // an expired record
 	require.Equal(t, expired, victim%kinds)
-	target := dynamostore.PartitionKeyFor(seedScope, seedKey(victim))
+	target := keyschema.PartitionKey(seedScope, seedKey(victim))
 	store := e.store(nil)
 
 	var once sync.Once
@@ -135,7 +136,7 @@ func TestStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T) {
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	const victim = 43 // a stuck record: its owner is slow, not dead
 	require.Equal(t, stuck, victim%kinds)
-	target := dynamostore.PartitionKeyFor(seedScope, seedKey(victim))
+	target := keyschema.PartitionKey(seedScope, seedKey(victim))
 	store := e.store(nil)
 	// The owner's claim, as it holds it.
 	owner := &dynamostore.Claim{Outcome: dynamostore.Acquired, Record: &dynamostore.Record{
@@ -425,7 +426,7 @@ func TestSweepLeavesForeignItemsAndTheCursorItemAlone(t *testing.T) {
 	cursor, err := dynamostore.LoadSweepCursor(ctx, e.client, e.table)
 	require.NoError(t, err)
 	assert.Equal(t, "resume-here", cursor)
-	assert.Contains(t, tableKeys(t, e.ep.Client, e.table), dynamostore.PartitionKeyFor("s", "k"))
+	assert.Contains(t, tableKeys(t, e.ep.Client, e.table), keyschema.PartitionKey("s", "k"))
 }
 
 func TestSaveSweepCursorRoundTripsAndAnEmptyCursorDeletesTheItem(t *testing.T) {
@@ -452,7 +453,7 @@ func TestSaveSweepCursorRoundTripsAndAnEmptyCursorDeletesTheItem(t *testing.T) {
 func TestSweepCursorKeyNeverCollidesWithARecordKey(t *testing.T) {
 	for _, scope := range []string{"", "#", "#sweep-cursor", "x"} {
 		for _, key := range []string{"#sweep-cursor", "sweep-cursor", "k"} {
-			assert.NotEqual(t, dynamostore.SweepCursorKey, dynamostore.PartitionKeyFor(scope, key))
+			assert.NotEqual(t, dynamostore.SweepCursorKey, keyschema.PartitionKey(scope, key))
 		}
 	}
 }

@@ -108,4 +108,7 @@
 // [*SyntaxError] giving the byte offset of the problem; for the failure
 // classes above it wraps the corresponding sentinel, which [errors.Is]
 // recognises. No input causes a panic.
+//
+// The public surface: Canonical and AppendCanonical (RFC 8785), JSON and
+// Request's Digest, Equal, and the errors.
 package fingerprint

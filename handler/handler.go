@@ -16,14 +16,19 @@
 //     headers and body plus "Idempotent-Replayed: true"; a duplicate while
 //     the first is in flight gets 409 with Retry-After; a key reused for
 //     another request gets 422; an unreachable store gets 503 with
-//     Retry-After and the handler does not run;
+//     Retry-After and the handler does not run; a fault that a retry
+//     meets again (a missing table, refused credentials, a staged write
+//     DynamoDB rejects) gets a 500 problem that names its class, without
+//     Retry-After;
 //   - otherwise runs the handler with its output captured, commits the
 //     captured response together with the effects the handler staged on
 //     txn.FromContext(r.Context()), and only then sends the response.
 //
 // Errors are RFC 9457 problem documents (application/problem+json). The
-// handler's response is buffered in full: streaming, Flush and Hijack are
-// not available to a guarded handler. What is captured, sent and replayed
+// handler's response is buffered in full: a guarded handler cannot stream.
+// Its http.ResponseWriter is no http.Flusher nor http.Hijacker, and
+// http.ResponseController's Flush returns an error matching
+// http.ErrNotSupported. What is captured, sent and replayed
 // is what net/http's HTTP/1.1 server would have sent for the handler: the
 // header map as it was when the header was written (WriteHeader, or the
 // first Write or Flush; later changes are not sent), the Content-Type
@@ -50,6 +55,7 @@ import (
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/fingerprint"
+	"github.com/idemkey/idemkey/internal/lease"
 	"github.com/idemkey/idemkey/internal/problem"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -82,10 +88,21 @@ type Options struct {
 	// with several callers a Scope.
 	SingleCaller bool
 	// Methods are the guarded methods (default POST and PATCH). Other
-	// methods pass through untouched.
+	// methods pass through unguarded: see below.
 	Methods []string
 	// Optional lets a guarded request without a key pass through unguarded
 	// instead of answering 400.
+	//
+	// An unguarded request's handler finds a txn.Tx in its context as a
+	// guarded one does, so that its code never depends on whether the
+	// request carried a key. Its staged writes are committed in one
+	// TransactWriteItems without a key record (idemkey's
+	// Guard.CommitUnkeyed) at the moment the response's header would
+	// leave: the handler's first WriteHeader, Write or Flush, or its
+	// return. A failed commit answers with its problem document in the
+	// handler's place; writes staged after that moment are not committed
+	// and are logged at Error. The response is not buffered: an unguarded
+	// handler may stream.
 	Optional bool
 	// MaxBodyBytes bounds the request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -97,8 +114,18 @@ type Options struct {
 	// Guard options: what is stored, Retry-After, write timeouts.
 	Guard idemkey.Options
 	// Logger receives one record per request that is not a plain
-	// execution (replays, conflicts, errors); default: none. Keys are
-	// logged only as a hash.
+	// execution: replays, conflicts and refusals at Info; a store that
+	// could not be reached (503), a staged condition that failed and a
+	// handler's own 5xx answer at Warn; faults that retrying does not fix
+	// (a permanent store fault, a corrupt record, a lost lock, a commit
+	// that failed otherwise) at Error. A record holds the method, the
+	// path, a hash of the key, the outcome (the problem type's name, or
+	// "replay" or "released"), the status and the error; never the key,
+	// the scope, a body or a header.
+	//
+	// Default (nil): the records at Warn and above go to slog.Default(),
+	// as it is when they are written. To log nothing, set
+	// slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
 }
 
@@ -154,13 +181,13 @@ func (m *middleware) guarded(method string) bool {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !m.guarded(r.Method) {
-		m.next.ServeHTTP(w, r)
+		m.serveUnkeyed(w, r)
 		return
 	}
 	values := r.Header.Values(HeaderName)
 	if len(values) == 0 {
 		if m.opts.Optional {
-			m.next.ServeHTTP(w, r)
+			m.serveUnkeyed(w, r)
 			return
 		}
 		problem.Write(w, problem.New(http.StatusBadRequest, problem.MissingKey, "Idempotency-Key header required",
@@ -209,27 +236,30 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return c.response(), nil
 	})
 	if err != nil {
-		m.log(r, key, "error", err)
-		writeError(w, err)
+		d := writeError(w, err)
+		m.record(r, key, strings.TrimPrefix(d.Type, problem.TypeBase), d.Status, err)
 		return
 	}
 	if res.Replayed {
-		m.log(r, key, "replay", nil)
+		m.record(r, key, "replay", res.Response.Status, nil)
 		writeReplay(w, res.Response)
 		return
+	}
+	if !res.Stored && res.Response.Status >= 500 {
+		m.record(r, key, "released", res.Response.Status, nil)
 	}
 	sendResponse(w, res.Response, nil)
 }
 
 // LeaseFromDeadline returns a Lease function for Options: a request whose
-// context has a deadline holds its key for the time remaining plus margin
-// (idemkey.LeaseFromDeadline), so an invocation that is cut off at its
-// deadline frees its key for the retry soon after, while a live one is
-// never reclaimed under it. A request without a deadline gets the store's
-// default lease.
+// context has a deadline holds its key for the time remaining until it
+// plus margin (at least a millisecond), so an invocation that is cut off
+// at its deadline frees its key for the retry soon after, while a live one
+// is never reclaimed under it. A request whose deadline has passed gets
+// margin; one without a deadline gets the store's default lease.
 func LeaseFromDeadline(margin time.Duration) func(*http.Request) time.Duration {
 	return func(r *http.Request) time.Duration {
-		return idemkey.LeaseFromDeadline(r.Context(), margin, time.Now())
+		return lease.FromDeadline(r.Context(), margin, time.Now())
 	}
 }
 
@@ -272,36 +302,85 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	return body, true
 }
 
-// writeError answers a protocol error with its problem document.
-func writeError(w http.ResponseWriter, err error) {
+// writeError answers a protocol error with its problem document, which it
+// returns.
+func writeError(w http.ResponseWriter, err error) problem.Details {
+	d, retryAfter := problemOf(err)
+	problem.Write(w, d, retryAfter)
+	return d
+}
+
+// problemOf returns the problem document of a protocol error and the
+// Retry-After it is sent with (0: none).
+func problemOf(err error) (problem.Details, time.Duration) {
 	var inFlight *idemkey.InFlightError
 	var unavailable *idemkey.UnavailableError
+	var permanent *idemkey.PermanentError
 	var cond *txn.ConditionFailedError
 	switch {
 	case errors.As(err, &inFlight):
-		problem.Write(w, problem.New(http.StatusConflict, problem.InFlight, "Request in flight",
-			"A request with this Idempotency-Key is still being processed. Retry after the delay in Retry-After."), inFlight.RetryAfter)
+		return problem.New(http.StatusConflict, problem.InFlight, "Request in flight",
+			"A request with this Idempotency-Key is still being processed. Retry after the delay in Retry-After."), inFlight.RetryAfter
 	case errors.Is(err, idemkey.ErrMismatch):
-		problem.Write(w, problem.New(http.StatusUnprocessableEntity, problem.Mismatch, "Idempotency-Key reused",
-			"This Idempotency-Key was already used for a different request (method, path, query, media type or body). Use a new key for a new operation."), 0)
+		return problem.New(http.StatusUnprocessableEntity, problem.Mismatch, "Idempotency-Key reused",
+			"This Idempotency-Key was already used for a different request (method, path, query, media type or body). Use a new key for a new operation."), 0
 	case errors.As(err, &unavailable):
-		problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Idempotency store unavailable",
-			"The idempotency key store could not be reached, so the request was not executed. Retry with the same key."), unavailable.RetryAfter)
+		return problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Idempotency store unavailable",
+			"The idempotency key store could not be reached or was busy, so nothing was committed. Retry with the same key after the delay in Retry-After."), unavailable.RetryAfter
+	case errors.As(err, &permanent):
+		return permanentProblem(permanent), 0
 	case errors.Is(err, idemkey.ErrLockLost):
-		problem.Write(w, problem.New(http.StatusConflict, problem.LockLost, "Request superseded",
-			"This request took longer than its lock lease and another request with the same key took over; nothing from this attempt was saved. Retry with the same key."), time.Second)
+		return problem.New(http.StatusConflict, problem.LockLost, "Request superseded",
+			"This request took longer than its lock lease and another request with the same key took over; nothing from this attempt was saved. Retry with the same key."), time.Second
 	case errors.As(err, &cond):
-		problem.Write(w, problem.New(http.StatusConflict, problem.EffectFailed, "Conflicting state",
-			"A condition on the request's effects no longer held when it was committed; nothing was saved. Retry with the same key."), 0)
+		return problem.New(http.StatusConflict, problem.EffectFailed, "Conflicting state",
+			"A condition on the request's effects did not hold when they were committed, so nothing was saved and the Idempotency-Key was released. "+
+				"Sending the same request again executes it again, and it fails the same way unless the state it depends on has changed."), 0
 	case errors.Is(err, dynamostore.ErrInvalidRequest):
-		problem.Write(w, problem.New(http.StatusBadRequest, problem.InvalidKey, "Invalid idempotency scope or key", err.Error()), 0)
+		return problem.New(http.StatusBadRequest, problem.InvalidKey, "Invalid idempotency scope or key", err.Error()), 0
+	case errors.Is(err, idemkey.ErrUnkeyedUnsupported):
+		return problem.New(http.StatusInternalServerError, problem.UnkeyedUnsupported, "Writes need an Idempotency-Key",
+			"This request staged writes without an Idempotency-Key, and this service's store commits staged writes only with one. Nothing was written."), 0
 	case errors.Is(err, dynamostore.ErrCorruptRecord):
-		problem.Write(w, problem.New(http.StatusInternalServerError, problem.InvalidRecord, "Stored record unreadable",
-			"The stored record of this Idempotency-Key cannot be read, so it is neither replayed nor executed again."), 0)
-	default:
-		problem.Write(w, problem.New(http.StatusInternalServerError, problem.Internal, "Request not committed",
-			"The request's result could not be saved; nothing was committed. Retry with the same key."), 0)
+		return problem.New(http.StatusInternalServerError, problem.InvalidRecord, "Stored record unreadable",
+			"The stored record of this Idempotency-Key cannot be read, so it is neither replayed nor executed again."), 0
 	}
+	return problem.New(http.StatusInternalServerError, problem.Internal, "Request not committed",
+		"The request's result could not be saved; nothing was committed."), 0
+}
+
+// permanentProblem is the 500 answer to a fault that a retry meets again:
+// its type is the fault's class, its detail names the tables involved.
+func permanentProblem(e *idemkey.PermanentError) problem.Details {
+	const fixed = " Nothing was committed. Retrying with the same key fails the same way until the service is fixed."
+	tables := ""
+	if len(e.Tables) > 0 {
+		tables = " (tables: " + strings.Join(quoteAll(e.Tables), ", ") + ")"
+	}
+	var title, detail string
+	switch e.Class {
+	case dynamostore.ClassMissingTable:
+		title, detail = "Table not found", "DynamoDB reports that a table this request uses does not exist"+tables+"."
+	case dynamostore.ClassAccessDenied:
+		title, detail = "Store access denied", "DynamoDB refused the service's credentials or permissions for a table this request uses"+tables+"."
+	case dynamostore.ClassInvalidWrite:
+		title, detail = "Write rejected", "DynamoDB rejected a write of this request as invalid"+tables+
+			": for example an item without its key attributes, or two writes to one item."
+	case dynamostore.ClassTooManyActions:
+		title, detail = "Too many staged writes", "The request staged more writes than one DynamoDB transaction holds ("+
+			strconv.Itoa(txn.MaxActions-1)+" besides the key record)."
+	default:
+		title, detail = "Request rejected by the store", "DynamoDB refused a call of this request"+tables+"."
+	}
+	return problem.New(http.StatusInternalServerError, string(e.Class), title, detail+fixed)
+}
+
+func quoteAll(names []string) []string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return quoted
 }
 
 func writeReplay(w http.ResponseWriter, resp idemkey.Response) {
@@ -315,8 +394,27 @@ func writeReplay(w http.ResponseWriter, resp idemkey.Response) {
 	})
 }
 
+// log records err, answered with its problem document, for the request
+// with key.
 func (m *middleware) log(r *http.Request, key, outcome string, err error) {
-	if m.opts.Logger == nil {
+	d, _ := problemOf(err)
+	m.record(r, key, outcome, d.Status, err)
+}
+
+// logger is Options.Logger, or slog.Default() when it is nil.
+func (m *middleware) logger() *slog.Logger {
+	if m.opts.Logger != nil {
+		return m.opts.Logger
+	}
+	return slog.Default()
+}
+
+// record logs the outcome of the request with key, answered with status,
+// at the level logLevel gives it. Without Options.Logger, only records at
+// Warn and above are written.
+func (m *middleware) record(r *http.Request, key, outcome string, status int, err error) {
+	level := logLevel(status, err)
+	if m.opts.Logger == nil && level < slog.LevelWarn {
 		return
 	}
 	attrs := []slog.Attr{
@@ -324,11 +422,25 @@ func (m *middleware) log(r *http.Request, key, outcome string, err error) {
 		slog.String("path", r.URL.Path),
 		slog.String("key_hash", keyHash(key)),
 		slog.String("outcome", outcome),
+		slog.Int("status", status),
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	m.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "idemkey", attrs...)
+	m.logger().LogAttrs(r.Context(), level, "idemkey", attrs...)
+}
+
+// logLevel is Error for a fault that retrying does not fix, Warn for
+// another 5xx answer or a failed staged condition, Info otherwise.
+func logLevel(status int, err error) slog.Level {
+	switch {
+	case errors.Is(err, idemkey.ErrPermanent), errors.Is(err, dynamostore.ErrCorruptRecord),
+		errors.Is(err, idemkey.ErrLockLost), err != nil && status == http.StatusInternalServerError:
+		return slog.LevelError
+	case status >= 500, errors.Is(err, txn.ErrConditionFailed):
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 // keyHash identifies a key in logs without revealing it.

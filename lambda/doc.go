@@ -11,6 +11,26 @@
 //		idemlambda "github.com/idemkey/idemkey/lambda"
 //	)
 //
+// What a user calls:
+//
+//   - Middleware: package handler's middleware with Lambda defaults (the
+//     scope from the event, the lease from the invocation's deadline);
+//   - NewAPIGatewayV1, NewAPIGatewayV2, NewALB, NewFunctionURL: an
+//     http.Handler as a function for lambda.Start;
+//   - Idempotent: a typed function guarded by a key taken from its input;
+//   - SQSBatch: Idempotent for each record of an SQS batch, with partial
+//     batch failures;
+//   - EventScope and Scope, the default scope rules, and FunctionScope, to
+//     find a function's records;
+//   - APIGatewayV1Event, APIGatewayV2Event, ALBEvent, FunctionURLEvent:
+//     the event of a request, from its context.
+//
+// Package lambdatest (a local Lambda Runtime API) runs a function's
+// bootstrap in tests. Command lambda/lambdatest/cmd/runtimeapi serves the
+// same Runtime API on a laptop, with Lambda's Invoke API for curl: with
+// the DynamoDB emulator of command localstack/cmd/emulator, it runs the
+// example function (lambda/example/payments-lambda) as Lambda does.
+//
 // # HTTP front doors
 //
 // NewAPIGatewayV1 (REST API, proxy integration), NewAPIGatewayV2 (HTTP API,
@@ -57,6 +77,20 @@
 // each other's inputs; and a scope per caller, unless the function states
 // that it has a single caller. SQSBatch applies it to each record of an
 // SQS batch and reports failed records as partial batch failures.
+//
+// # Errors and Lambda's errorType
+//
+// Lambda reports a function error with an errorType, which aws-lambda-go
+// takes from the name of the error's type. Every error of Idempotent
+// other than the function's own is therefore of a type named after what
+// went wrong (InFlightError, KeyReusedError, KeyError, ScopeError,
+// FingerprintError, StoreUnavailableError, StoreMisconfiguredError,
+// LockLostError, StagedWriteError, StoredOutputError, OutputEncodingError,
+// IdempotencyError), which wraps its cause: errors.Is with ErrNoKey,
+// idemkey.ErrInFlight, idemkey.ErrMismatch or idemkey.ErrUnavailable, and
+// errors.As with *idemkey.InFlightError or txn's typed errors, see through
+// it. The function's own errors are returned as they are. The front doors
+// fail only with an *EventError.
 //
 // # The lease follows the invocation
 //

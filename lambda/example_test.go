@@ -8,10 +8,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	idemlambda "github.com/idemkey/idemkey/lambda"
 	"github.com/idemkey/idemkey/localstack"
 )
@@ -28,9 +27,157 @@ func keyTable(ctx context.Context) (*dynamostore.Store, func()) {
 		panic(err)
 	}
 	return dynamostore.New(ep.Client, table), func() {
-		_, _ = ep.Client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		_ = ep.Close()
+		if err := ddbtest.DeleteTable(ctx, ep.Client, table); err != nil {
+			panic(fmt.Sprintf("table %s was not deleted: %v", table, err))
+		}
+		if err := ep.Close(); err != nil {
+			panic(err)
+		}
 	}
+}
+
+func ExampleNewAPIGatewayV1() {
+	ctx := context.Background()
+	store, done := keyTable(ctx)
+	defer done()
+
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders", idemlambda.Middleware(store)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated) // stage DynamoDB writes on txn.FromContext(r.Context()) first
+		fmt.Fprint(w, "order created")
+	})))
+	handle := idemlambda.NewAPIGatewayV1(mux) // in main: lambda.Start(handle)
+
+	event := events.APIGatewayProxyRequest{
+		HTTPMethod: "POST",
+		Path:       "/orders",
+		Headers:    map[string]string{"Idempotency-Key": "order-7"},
+		Body:       `{"sku":"tea"}`,
+		// The caller, as a Lambda authorizer of the REST API identified it.
+		RequestContext: events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"principalId": "user-1"}},
+	}
+	for range 2 {
+		resp, err := handle(ctx, event)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.MultiValueHeaders["Idempotent-Replayed"])
+	}
+	// Output:
+	// 201 order created replayed: []
+	// 201 order created replayed: [true]
+}
+
+func ExampleNewFunctionURL() {
+	ctx := context.Background()
+	store, done := keyTable(ctx)
+	defer done()
+
+	runs := 0
+	refund := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs++
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"refund":%d}`, runs)
+	})
+	handle := idemlambda.NewFunctionURL(idemlambda.Middleware(store)(refund)) // in main: lambda.Start(handle)
+
+	// A Function URL with AuthType AWS_IAM: the scope is the IAM caller.
+	event := events.LambdaFunctionURLRequest{
+		RawPath: "/refunds",
+		Headers: map[string]string{"idempotency-key": `"refund-3"`, "content-type": "application/json"},
+		Body:    `{"order":"o-3"}`,
+		RequestContext: events.LambdaFunctionURLRequestContext{
+			HTTP: events.LambdaFunctionURLRequestContextHTTPDescription{Method: "POST"},
+			Authorizer: &events.LambdaFunctionURLRequestContextAuthorizerDescription{
+				IAM: &events.LambdaFunctionURLRequestContextAuthorizerIAMDescription{UserARN: "arn:aws:iam::123456789012:user/billing"},
+			},
+		},
+	}
+	for range 2 {
+		resp, err := handle(ctx, event)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(resp.StatusCode, resp.Body, "replayed:", resp.Headers["Idempotent-Replayed"] == "true")
+	}
+	fmt.Println("runs:", runs)
+	// Output:
+	// 200 {"refund":1} replayed: false
+	// 200 {"refund":1} replayed: true
+	// runs: 1
+}
+
+// A target group with multi-value headers enabled sends multiValueHeaders
+// and reads them back: several Set-Cookie headers survive. A load
+// balancer authenticates no caller, so a guarded handler behind it needs a
+// scope rule of its own (see EventScope).
+func ExampleNewALB() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /session", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "a", Value: "1"})
+		http.SetCookie(w, &http.Cookie{Name: "b", Value: "2"})
+		fmt.Fprint(w, "hello "+r.URL.Query().Get("user"))
+	})
+	handle := idemlambda.NewALB(mux) // in main: lambda.Start(handle)
+
+	resp, err := handle(context.Background(), events.ALBTargetGroupRequest{
+		HTTPMethod:                      "GET",
+		Path:                            "/session",
+		MultiValueQueryStringParameters: map[string][]string{"user": {"ada"}},
+		MultiValueHeaders:               map[string][]string{"accept": {"text/plain"}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.StatusDescription, resp.Body)
+	fmt.Println(resp.MultiValueHeaders["Set-Cookie"])
+	// Output:
+	// 200 OK hello ada
+	// [a=1 b=2]
+}
+
+func ExampleSQSBatch() {
+	ctx := context.Background()
+	store, done := keyTable(ctx)
+	defer done()
+
+	shipped := map[string]int{}
+	handle := idemlambda.SQSBatch(store, func(ctx context.Context, m events.SQSMessage) error {
+		if m.Body == "order-2" {
+			return errors.New("warehouse closed")
+		}
+		shipped[m.Body]++ // stage DynamoDB writes on txn.FromContext(ctx) here
+		return nil
+	}, func(o *idemlambda.FuncOptions[events.SQSMessage]) {
+		o.Name = "ship-orders"
+		// The default key, the message id, is unique per message, so
+		// every producer can share one scope.
+		o.SingleCaller = true
+	}) // in main: lambda.Start(handle)
+
+	resp, err := handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: "order-1"},
+		{MessageId: "m-2", Body: "order-2"},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("failed:", resp.BatchItemFailures)
+
+	// SQS delivers m-1 again (its visibility timeout ran out) with m-3.
+	resp, err = handle(ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m-1", Body: "order-1"},
+		{MessageId: "m-3", Body: "order-3"},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("failed:", resp.BatchItemFailures)
+	fmt.Println("shipped:", shipped)
+	// Output:
+	// failed: [{m-2}]
+	// failed: []
+	// shipped: map[order-1:1 order-3:1]
 }
 
 func ExampleNewAPIGatewayV2() {
@@ -169,10 +316,13 @@ func ExampleIdempotent() {
 		r, err := handle(ctx, Order{ID: "o-1", Amount: 1250})
 		fmt.Printf("%+v %v\n", r, err)
 	}
+	// The same key for another order: refused. The error's type names
+	// the failure, and so does the errorType Lambda reports.
 	_, err := handle(ctx, Order{ID: "o-1", Amount: 99})
-	fmt.Println(err)
+	var reused *idemlambda.KeyReusedError
+	fmt.Println(errors.As(err, &reused), err)
 	// Output:
 	// {Charged:1250 Run:1} <nil>
 	// {Charged:1250 Run:1} <nil>
-	// idemkey: key reused with a different request
+	// true idemkey: key reused with a different request
 }

@@ -101,19 +101,28 @@ type FuncOptions[In any] struct {
 //   - a later invocation with the same key and fingerprint does not run fn:
 //     it returns the stored output, decoded into a new Out (so Out must
 //     survive a JSON round trip);
-//   - one while the first still runs fails with an error matching
-//     idemkey.ErrInFlight (an *idemkey.InFlightError), one with another
-//     fingerprint with idemkey.ErrMismatch;
-//   - an error of fn is returned as is and releases the key, as does a
-//     panic (re-raised), so a retry runs fn again; nothing fn staged is
-//     written.
+//   - one while the first still runs fails with an *InFlightError
+//     (matching idemkey.ErrInFlight), one with another fingerprint with a
+//     *KeyReusedError (matching idemkey.ErrMismatch);
+//   - an error of fn is returned as is, with its own type, and releases
+//     the key, as does a panic (re-raised), so a retry runs fn again;
+//     nothing fn staged is written.
 //
 // The claim's lease is the invocation's remaining time plus LeaseMargin,
 // so the key of an invocation that times out is free for the retry soon
-// after the deadline. Other errors: ErrNoKey, the error of Scope or
-// Fingerprint, idemkey.ErrUnavailable when DynamoDB cannot be reached (fn
-// does not run), ErrOutputOmitted, ErrOutputUndecodable, and the errors of
-// idemkey.Guard.Do.
+// after the deadline.
+//
+// Every other error is of a type of this package that names its class,
+// so that Lambda's errorType names it too, and wraps its cause, so that
+// errors.Is and errors.As see the sentinel and typed errors underneath:
+// *KeyError (ErrNoKey), *ScopeError, *FingerprintError,
+// *StoreUnavailableError (idemkey.ErrUnavailable: DynamoDB cannot be
+// reached, fn does not run), *StoreMisconfiguredError (idemkey.ErrPermanent:
+// a missing table, denied access, an invalid write), *LockLostError,
+// *StagedWriteError (the
+// errors of package txn), *StoredOutputError (ErrOutputOmitted,
+// ErrOutputUndecodable), *OutputEncodingError, and *IdempotencyError for
+// any other error of idemkey.Guard.Do.
 //
 // Idempotent panics if store, fn or Key is nil, if Name is empty or longer
 // than MaxNameBytes, or if the options set neither Scope nor SingleCaller
@@ -158,26 +167,29 @@ func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (
 		res, err := guard.Do(ctx, req, func(ctx context.Context) (idemkey.Response, error) {
 			v, err := fn(ctx, in)
 			if err != nil {
-				return idemkey.Response{}, err
+				return idemkey.Response{}, &functionError{err}
 			}
 			body, err := json.Marshal(v)
 			if err != nil {
-				return idemkey.Response{}, fmt.Errorf("lambda: encoding the output as JSON: %w", err)
+				return idemkey.Response{}, &functionError{&OutputEncodingError{cause{fmt.Errorf("lambda: encoding the output as JSON: %w", err)}}}
 			}
 			out = v
 			return idemkey.Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
 		})
+		var fe *functionError
 		switch {
+		case errors.As(err, &fe):
+			return zero, fe.err
 		case err != nil:
-			return zero, err
+			return zero, classify(err)
 		case !res.Replayed:
 			return out, nil
 		case res.Response.BodyOmitted > 0:
-			return zero, ErrOutputOmitted
+			return zero, classify(ErrOutputOmitted)
 		}
 		var stored Out
 		if err := json.Unmarshal(res.Response.Body, &stored); err != nil {
-			return zero, fmt.Errorf("%w: %w", ErrOutputUndecodable, err)
+			return zero, classify(fmt.Errorf("%w: %w", ErrOutputUndecodable, err))
 		}
 		return stored, nil
 	}
@@ -187,18 +199,18 @@ func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (
 func (o *FuncOptions[In]) request(ctx context.Context, in In) (idemkey.Request, error) {
 	key, err := o.Key(in)
 	if err != nil {
-		return idemkey.Request{}, fmt.Errorf("%w: %w", ErrNoKey, err)
+		return idemkey.Request{}, &KeyError{cause{fmt.Errorf("%w: %w", ErrNoKey, err)}}
 	}
 	if key == "" {
-		return idemkey.Request{}, fmt.Errorf("%w: the key is empty", ErrNoKey)
+		return idemkey.Request{}, &KeyError{cause{fmt.Errorf("%w: the key is empty", ErrNoKey)}}
 	}
 	scope, err := o.Scope(ctx, in)
 	if err != nil {
-		return idemkey.Request{}, fmt.Errorf("lambda: scope of the input: %w", err)
+		return idemkey.Request{}, &ScopeError{cause{fmt.Errorf("lambda: scope of the input: %w", err)}}
 	}
 	b, err := o.Fingerprint(in)
 	if err != nil {
-		return idemkey.Request{}, fmt.Errorf("lambda: fingerprint of the input: %w", err)
+		return idemkey.Request{}, &FingerprintError{cause{fmt.Errorf("lambda: fingerprint of the input: %w", err)}}
 	}
 	// Compared as JSON: canonical when the bytes are JSON, as they are
 	// otherwise.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemkey/idemkey"
+	"github.com/idemkey/idemkey/internal/lease"
 )
 
 // DefaultLeaseMargin is added to an invocation's remaining time to make
@@ -17,11 +17,11 @@ const DefaultLeaseMargin = 5 * time.Second
 // when not positive); margin alone when the deadline has passed. It
 // returns 0, which selects the store's default lease, when ctx has no
 // deadline. aws-lambda-go sets the deadline of each invocation's context
-// from the Lambda-Runtime-Deadline-Ms header. (Both are
-// idemkey.LeaseFromDeadline.)
+// from the Lambda-Runtime-Deadline-Ms header. The HTTP front doors
+// compute it the same way (handler.LeaseFromDeadline).
 func invocationLease(ctx context.Context, margin time.Duration, now func() time.Time) time.Duration {
 	if margin <= 0 {
 		margin = DefaultLeaseMargin
 	}
-	return idemkey.LeaseFromDeadline(ctx, margin, now())
+	return lease.FromDeadline(ctx, margin, now())
 }

@@ -9,6 +9,9 @@
 // http.Handler that closes the gaps of minidyn that matter to idemkey
 // (NewHandler describes them). The command in cmd/emulator serves the same
 // emulator on a fixed address for scripts and other processes.
+// LoadConfig gives any program the AWS configuration Start gives an external
+// endpoint: a loopback endpoint without configured credentials gets dummy
+// ones, any other endpoint never does.
 //
 // The package is test infrastructure. It is not a DynamoDB implementation
 // to run anything on: the emulator keeps everything in memory, serialises
@@ -30,4 +33,9 @@
 // actions as None; consumed capacity, item collection metrics, streams,
 // backups and PartiQL are not supported, and the legacy Expected,
 // ScanFilter, QueryFilter and KeyConditions parameters are silently ignored.
+//
+// The public surface: Start and ForTest (an Endpoint with a client),
+// LoadConfig (the SDK configuration for an endpoint, dummy credentials on
+// a loopback one), NewHandler (the embedded emulator as an http.Handler),
+// TableName, Latency and its client, and Options.
 package localstack

@@ -67,9 +67,8 @@ const maxRequestBody = 32 << 20
 //   - A parallel Scan (Segment, TotalSegments) reads one segment, not the
 //     whole table: its parameters are validated as on DynamoDB, an item
 //     belongs to the segment its partition key value hashes to, and Limit,
-//     ExclusiveStartKey and LastEvaluatedKey work within the segment (see
-//     segmentScan for how, and for its cost: quadratic in the table size
-//     over a whole scan).
+//     ExclusiveStartKey and LastEvaluatedKey work within the segment (a
+//     whole parallel scan costs time quadratic in the table size).
 //   - A Scan or Query whose ExclusiveStartKey names an item deleted since
 //     continues after that key's position, as on DynamoDB, instead of
 //     returning nothing: the front puts a placeholder item with that key

@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
@@ -65,15 +64,15 @@ type Endpoint struct {
 //
 // When EndpointEnv is set, Options.Embedded is not, and no Disable field of
 // Options is set, the endpoint is the URL in EndpointEnv (DynamoDB Local,
-// LocalStack or real AWS) and the configuration comes from
-// config.LoadDefaultConfig, with the region defaulting to DefaultRegion
-// when none is configured. When that URL's host is loopback ("localhost",
-// 127.0.0.0/8 or ::1) and the default credential chain yields no
-// credentials (the EC2 instance metadata service is not consulted for
-// loopback endpoints), the static LocalAccessKeyID and LocalSecretAccessKey
-// are used instead, so that a local emulator works without any AWS setup.
-// Start checks only that the URL is an absolute http or https URL; it does
-// not contact the endpoint.
+// LocalStack or real AWS) and the configuration is LoadConfig's for that
+// URL, with Options.Region and Options.HTTPClient applied: the region
+// defaults to DefaultRegion when none is configured, and when the URL's
+// host is loopback ("localhost", 127.0.0.0/8 or ::1) and the default
+// credential chain yields no credentials (the EC2 instance metadata service
+// is not consulted for loopback endpoints), the static LocalAccessKeyID and
+// LocalSecretAccessKey are used instead, so that a local emulator works
+// without any AWS setup. Start checks only that the URL is an absolute http
+// or https URL; it does not contact the endpoint.
 //
 // Otherwise Start serves a new embedded emulator (see NewHandler) on
 // Options.Addr, 127.0.0.1 on a random port by default, with static local
@@ -146,8 +145,6 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("localstack: %s=%q is not an absolute http or https URL", EndpointEnv, raw)
 	}
-	loopback := isLoopback(u.Hostname())
-
 	var loadOpts []func(*config.LoadOptions) error
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
@@ -155,24 +152,9 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	if o.HTTPClient != nil {
 		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
 	}
-	if loopback {
-		// Instance metadata cannot matter to a local emulator, and probing
-		// for it off-host only slows the credential check down.
-		loadOpts = append(loadOpts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	cfg, err := LoadConfig(ctx, raw, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("localstack: loading AWS configuration: %w", err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = DefaultRegion
-	}
-	if loopback && !hasCredentials(ctx, cfg) {
-		cfg.Credentials = credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, "")
-	}
-	cfg.BaseEndpoint = aws.String(raw)
-	if loopback {
-		cfg.APIOptions = append(cfg.APIOptions, newOneAtATime().install)
+		return nil, err
 	}
 
 	e := &Endpoint{URL: raw, cfg: cfg}

@@ -94,7 +94,7 @@ type Options struct {
 
 	// DisableConsumedCapacity leaves ConsumedCapacity out of responses, as
 	// minidyn does; by default the front adds an estimate when a request
-	// asks for it (see capacity.go).
+	// asks for it, by DynamoDB's sizing rules.
 	DisableConsumedCapacity bool
 
 	// DisableItemTransactions leaves TransactWriteItems to minidyn, which

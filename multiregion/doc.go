@@ -79,13 +79,14 @@
 //
 //	scope + "\x00failover@" + region
 //
-// with the same key, so the item's partition key is
-// dynamostore.PartitionKeyFor(scope+"\x00failover@"+region, key). Only that
-// region ever writes that item, so no replication conflict can drop it, and
-// it carries its region (Record.Region) and its execution's lock token. The
-// encoding cannot collide with any request's record: PartitionKeyFor is
-// injective over (scope, key) pairs, with failover the Store refuses scopes
-// that hold a NUL byte (dynamostore.ErrInvalidRequest) and New refuses
+// with the same key, so the item is the key record of that scope and key.
+// Only that region ever writes that item, so no replication conflict can
+// drop it, and it carries its region (Record.Region) and its execution's
+// lock token. The encoding cannot collide with any request's record: a
+// record's partition key (the scope's byte length, a colon, the scope, the
+// key) is injective
+// over (scope, key) pairs, with failover the Store refuses scopes that
+// hold a NUL byte (dynamostore.ErrInvalidRequest) and New refuses
 // region names that do, so a failover scope (which holds one) is never a
 // request's scope, and two failover scopes are equal only for equal scopes
 // and regions (the first NUL ends the scope). Scopes are limited to
@@ -217,4 +218,8 @@
 // it, so it stops no second execution elsewhere.
 //
 // README.md in this directory has the decision table.
+//
+// The public surface: Store (New) over Regions (NewRegion) with its
+// Options, the topology record (LoadTopology, AdvanceTopology), HomeOrder,
+// the Events and Counters it reports, and the errors.
 package multiregion

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // TwoRegionExecution is a key that executed more than once: in its home
@@ -172,7 +173,7 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 	}
 }
 
-// splitPK inverts dynamostore.PartitionKeyFor.
+// splitPK splits a key record's partition key into scope and key.
 func splitPK(pk string) (scope, key string, ok bool) {
 	n, rest, found := strings.Cut(pk, ":")
 	if !found {
@@ -182,7 +183,7 @@ func splitPK(pk string) (scope, key string, ok bool) {
 	if err != nil || l < 0 || l > len(rest) || strconv.Itoa(l) != n {
 		return "", "", false
 	}
-	if dynamostore.PartitionKeyFor(rest[:l], rest[l:]) != pk {
+	if keyschema.PartitionKey(rest[:l], rest[l:]) != pk {
 		return "", "", false
 	}
 	return rest[:l], rest[l:], true

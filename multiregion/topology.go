@@ -21,7 +21,7 @@ import (
 
 // TopologyPartitionKey is the partition key (dynamostore.PartitionKey) of
 // the table's topology record. Every key record's partition key begins
-// with a decimal digit (dynamostore.PartitionKeyFor), so this one, which
+// with a decimal digit (the byte length of its scope), so this one, which
 // begins with '#', is never a key record's; the record has no expiry
 // attribute, so neither TTL nor the sweeper deletes it, and it replicates
 // like any item.

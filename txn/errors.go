@@ -10,10 +10,6 @@ import (
 )
 
 var (
-	// ErrFenceFailed: the fence (the transaction's first action, the key
-	// record) failed its condition. Nothing was written.
-	ErrFenceFailed = errors.New("txn: fence condition failed")
-
 	// ErrConditionFailed: a staged action failed its condition. Nothing was
 	// written. Match *ConditionFailedError for which one.
 	ErrConditionFailed = errors.New("txn: staged condition failed")
@@ -41,16 +37,6 @@ var (
 	// may have been applied.
 	ErrTokenMismatch = errors.New("txn: ClientRequestToken reused with other parameters")
 )
-
-// FenceError reports that the fence failed its condition. Item is the
-// fence item as DynamoDB returned it (ReturnValuesOnConditionCheckFailure),
-// nil when it was absent or not returned.
-type FenceError struct {
-	Item map[string]types.AttributeValue
-}
-
-func (e *FenceError) Error() string   { return ErrFenceFailed.Error() }
-func (e *FenceError) Is(t error) bool { return t == ErrFenceFailed }
 
 // ConditionFailedError reports which staged action failed its condition.
 type ConditionFailedError struct {

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/txnctx"
 )
 
 // MaxActions is DynamoDB's limit on the actions of one TransactWriteItems
@@ -71,15 +73,8 @@ func (t *Tx) Reset() {
 	t.mu.Unlock()
 }
 
-type ctxKey struct{}
-
-// NewContext returns a copy of ctx that carries t.
-func NewContext(ctx context.Context, t *Tx) context.Context {
-	return context.WithValue(ctx, ctxKey{}, t)
-}
-
 // FromContext returns the Tx carried by ctx, if any.
 func FromContext(ctx context.Context) (*Tx, bool) {
-	t, ok := ctx.Value(ctxKey{}).(*Tx)
+	t, ok := txnctx.Value(ctx).(*Tx)
 	return t, ok && t != nil
 }

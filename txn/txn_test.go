@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/idemkey/idemkey/internal/txnctx"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -46,9 +47,9 @@ func TestContextCarriesTheTx(t *testing.T) {
 	_, ok := txn.FromContext(context.Background())
 	assert.False(t, ok)
 	tx := txn.New()
-	got, ok := txn.FromContext(txn.NewContext(context.Background(), tx))
+	got, ok := txn.FromContext(txnctx.With(context.Background(), tx))
 	assert.True(t, ok)
 	assert.Same(t, tx, got)
-	_, ok = txn.FromContext(txn.NewContext(context.Background(), nil))
+	_, ok = txn.FromContext(txnctx.With(context.Background(), (*txn.Tx)(nil)))
 	assert.False(t, ok, "a nil Tx is no Tx")
 }

@@ -2,8 +2,10 @@
 //
 //	idemctl create-table -table T [-wait 2m] [-no-ttl]
 //	idemctl inspect      -table T -scope S -key K [-body]
+//	idemctl list         -table T -scope S [-limit 100] [-max-scanned 0]
 //	idemctl release      -table T -scope S -key K [-force] [-force-completed]
 //	idemctl sweep        -table T [-segments 4] [-dry-run] [-budget 0] [-rate 1000] [-page 500] [-cursor C] [-writer-region R] [-v]
+//	idemctl scope        -bearer TOKEN
 //
 // create-table creates the table (on-demand, partition key "pk", TTL on
 // "exp") unless it exists, as dynamostore.EnsureTable does; with -no-ttl it
@@ -24,14 +26,37 @@
 // to run unless R is the AWS region, i.e. against R's own replica.
 // Interrupting a sweep (SIGINT, SIGTERM) stops it cleanly with a cursor.
 //
-// Every command takes -table (default $KEY_TABLE), -endpoint and -region.
+// inspect prints the lock token, the lock's expiry and whether it expired
+// for an in-progress record only: a completed record's lock fences
+// nothing. list prints the live keys of one scope as JSON (key, state,
+// method, path, times, stored status), at most -limit of them, with the
+// number of items scanned and whether it stopped before the end of the
+// table. The key table has no index by scope, so list is a Scan of the
+// whole table filtered on the scope's partition key prefix (one Scan per
+// page of up to 1000 items, and one consistent GetItem per key found,
+// which leaves out expired records): it costs reads for every item until
+// -limit keys are found, unless -max-scanned stops it sooner. scope prints
+// the scope that examples/payments gives the caller with a bearer token:
+// the first 16 bytes of the SHA-256 of the token, in hex (the example
+// keeps no tokens, only this hash). It is that example's rule, not
+// idemkey's: a service scopes keys by whatever its handler.Options.Scope
+// returns. scope makes no DynamoDB call.
+//
+// Every command but scope takes -table (default $KEY_TABLE), -endpoint and
+// -region, and first prints the endpoint and region it talks to on stderr,
+// as in "idemctl: DynamoDB at http://127.0.0.1:8000 (region us-east-1)".
 // The AWS configuration is the SDK's default chain (environment, shared
 // files, instance roles), so AWS_ENDPOINT_URL_DYNAMODB selects another
 // endpoint, such as DynamoDB Local, exactly as for any SDK client; -endpoint
 // overrides it. With no endpoint set, idemctl talks to real DynamoDB, never
-// to an emulator. Emulators accept any credentials but the SDK needs some:
-// set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (e.g. to "local"). When
-// an endpoint is set and no region is configured, the region is us-east-1.
+// to an emulator. The rest is localstack.LoadConfig's rule, the one the
+// project's tests follow: when an endpoint is set and no region is
+// configured, the region is us-east-1; when the endpoint is loopback
+// (localhost, 127.0.0.0/8, ::1) and no credentials are configured, idemctl
+// uses dummy ones, which emulators accept; any other endpoint needs
+// credentials configured. Requests to a loopback endpoint are sent one at
+// a time, as local DynamoDB implementations need. A table that does not exist is reported with
+// the region and endpoint asked and the create-table command to run.
 //
 // Exit status: 0 success, 1 failure (including a refused release and a
 // sweep with failed calls), 2 usage error.

@@ -15,10 +15,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
+	"github.com/idemkey/idemkey/localstack"
 )
 
 // Exit statuses.
@@ -33,13 +37,59 @@ const usage = `usage: idemctl <command> [flags]
 commands:
   create-table  create the key table (on-demand, TTL on exp, or none with -no-ttl) unless it exists
   inspect       print a key's live record as JSON
+  list          list the live keys of one scope as JSON (a filtered Scan, bounded by -limit)
   release       delete a stuck key so that its next request executes
   sweep         evict expired records and reclaim stuck ones; print the report
+  scope         print the scope examples/payments gives a bearer token (no DynamoDB call)
 
-Every command takes -table (default $KEY_TABLE), -endpoint and -region.
+Every command but scope takes -table (default $KEY_TABLE), -endpoint and -region,
+and names the endpoint and region it uses on stderr.
 The endpoint defaults to the SDK's: AWS_ENDPOINT_URL_DYNAMODB, else AWS.
+A loopback endpoint (localhost, 127.0.0.1, ::1) without configured credentials
+gets dummy ones, as emulators need; any other endpoint needs real credentials.
 "idemctl <command> -h" lists the command's flags.
 `
+
+// commandHelp is what "idemctl <command> -h" says before the flags.
+var commandHelp = map[string]string{
+	"create-table": `usage: idemctl create-table -table T [-wait 2m] [-no-ttl]
+
+Creates the key table (on-demand, partition key "pk", TTL on "exp") unless
+it exists, and checks an existing one; with -no-ttl, without TTL.
+`,
+	"inspect": `usage: idemctl inspect -table T -scope S -key K [-body]
+
+Prints the key's live record as JSON. The lock token and lock expiry are
+shown for an in-progress record only.
+`,
+	"list": `usage: idemctl list -table T -scope S [-limit 100] [-max-scanned 0]
+
+Prints the live keys of scope S as JSON, at most -limit of them, with the
+items scanned and "truncated" when it stopped before the end of the table.
+The key table has no index by scope: list is a Scan of the whole table,
+filtered on the scope's partition key prefix, plus one consistent GetItem
+per key found. It reads every item until -limit keys are found, unless
+-max-scanned stops it sooner. For examples/payments, S is the output of
+"idemctl scope -bearer TOKEN".
+`,
+	"release": `usage: idemctl release -table T -scope S -key K [-force] [-force-completed]
+
+Deletes a stuck key (in progress, its lock expired) so that its next request
+executes; -force and -force-completed widen what it deletes.
+`,
+	"sweep": `usage: idemctl sweep -table T [flags]
+
+Evicts expired records and reclaims stuck ones, and prints the report as JSON.
+`,
+	"scope": `usage: idemctl scope -bearer TOKEN
+
+Prints the idempotency scope examples/payments gives the caller that sends
+"Authorization: Bearer TOKEN": the first 16 bytes of the SHA-256 of the
+token (spaces around it trimmed), in hex. It is that example's rule, not
+idemkey's: a service scopes keys by whatever its handler.Options.Scope
+returns. No DynamoDB call.
+`,
+}
 
 // run is idemctl: it parses args (without the program name), runs the
 // command, writes results to stdout and diagnostics to stderr, and
@@ -52,8 +102,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	commands := map[string]func(context.Context, *command) int{
 		"create-table": createTable,
 		"inspect":      inspect,
+		"list":         list,
 		"release":      release,
 		"sweep":        sweep,
+		"scope":        scope,
 	}
 	name := args[0]
 	switch name {
@@ -68,9 +120,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	c := &command{name: name, stdout: stdout, stderr: stderr, flags: flag.NewFlagSet("idemctl "+name, flag.ContinueOnError)}
 	c.flags.SetOutput(stderr)
-	c.flags.StringVar(&c.table, "table", os.Getenv("KEY_TABLE"), "the key table (default $KEY_TABLE)")
-	c.flags.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint URL (default: AWS_ENDPOINT_URL_DYNAMODB, else AWS)")
-	c.flags.StringVar(&c.region, "region", "", "AWS region (default: the SDK's configuration)")
+	c.flags.Usage = func() {
+		fmt.Fprintf(stderr, "%s\nflags:\n", commandHelp[name])
+		c.flags.PrintDefaults()
+	}
+	if name != "scope" {
+		c.flags.StringVar(&c.table, "table", os.Getenv("KEY_TABLE"), "the key table (default $KEY_TABLE)")
+		c.flags.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint URL (default: AWS_ENDPOINT_URL_DYNAMODB, else AWS)")
+		c.flags.StringVar(&c.region, "region", "", "AWS region (default: the SDK's configuration; us-east-1 with an endpoint and none configured)")
+	}
 	c.args = args[1:]
 	return do(ctx, c)
 }
@@ -82,6 +140,9 @@ type command struct {
 	args                    []string
 	table, endpoint, region string
 	stdout, stderr          io.Writer
+
+	// Set by client: the endpoint and region idemctl talks to.
+	usedEndpoint, usedRegion string
 }
 
 // parse parses the flags; ok false means the command must return code.
@@ -95,7 +156,7 @@ func (c *command) parse(required ...string) (code int, ok bool) {
 	if c.flags.NArg() > 0 {
 		return c.usageError("unexpected argument %q", c.flags.Arg(0)), false
 	}
-	if c.table == "" {
+	if c.flags.Lookup("table") != nil && c.table == "" {
 		return c.usageError("-table is required (or set KEY_TABLE)"), false
 	}
 	for _, name := range required {
@@ -117,36 +178,66 @@ func (c *command) fail(format string, args ...any) int {
 	return exitFail
 }
 
-// client returns a DynamoDB client from the SDK's default configuration,
-// with -endpoint and -region applied, once it has found credentials.
+// storeFail reports err, a failed DynamoDB call: a missing table as a
+// sentence that says how to create it, anything else as it is.
+func (c *command) storeFail(err error) int {
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return c.fail("table %s does not exist in region %s at %s: create it with idemctl create-table -table %s",
+			c.table, c.usedRegion, c.usedEndpoint, c.table)
+	}
+	return c.fail("%v", err)
+}
+
+// client returns a DynamoDB client for -endpoint (else the SDK's endpoint)
+// and -region, configured by localstack.LoadConfig's rule, once it has
+// found credentials, and names the endpoint and region on stderr.
 func (c *command) client(ctx context.Context) (*dynamodb.Client, error) {
 	var opts []func(*config.LoadOptions) error
 	if c.region != "" {
 		opts = append(opts, config.WithRegion(c.region))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := localstack.LoadConfig(ctx, c.endpoint, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return nil, err
 	}
-	custom := c.endpoint != "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != ""
-	if cfg.Region == "" {
-		if !custom {
-			return nil, errors.New("no AWS region configured: set AWS_REGION or pass -region")
-		}
-		cfg.Region = "us-east-1"
+	if cfg.Region == "" { // no endpoint: AWS itself
+		return nil, errors.New("no AWS region configured: set AWS_REGION or pass -region")
 	}
+	custom := cfg.BaseEndpoint != nil
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
 		hint := ""
 		if custom {
-			hint = " (an emulator accepts any: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, e.g. to \"local\")"
+			hint = fmt.Sprintf(" for %s (dummy credentials are supplied for a loopback endpoint only: "+
+				"for an emulator elsewhere set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, e.g. to \"local\")", *cfg.BaseEndpoint)
 		}
 		return nil, fmt.Errorf("no AWS credentials%s: %w", hint, err)
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if c.endpoint != "" {
-			o.BaseEndpoint = &c.endpoint
+	client := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if custom {
+			o.BaseEndpoint = cfg.BaseEndpoint // over AWS_ENDPOINT_URL_DYNAMODB, for -endpoint
 		}
-	}), nil
+	})
+	c.usedRegion, c.usedEndpoint = cfg.Region, endpointOf(ctx, client)
+	fmt.Fprintf(c.stderr, "idemctl: DynamoDB at %s (region %s)\n", c.usedEndpoint, c.usedRegion)
+	return client, nil
+}
+
+// endpointOf returns the URL client sends its requests to.
+func endpointOf(ctx context.Context, client *dynamodb.Client) string {
+	o := client.Options()
+	if o.BaseEndpoint != nil {
+		return *o.BaseEndpoint
+	}
+	ep, err := o.EndpointResolverV2.ResolveEndpoint(ctx, dynamodb.EndpointParameters{
+		Region:       aws.String(o.Region),
+		UseFIPS:      aws.Bool(o.EndpointOptions.UseFIPSEndpoint == aws.FIPSEndpointStateEnabled),
+		UseDualStack: aws.Bool(o.EndpointOptions.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled),
+	})
+	if err != nil {
+		return "AWS"
+	}
+	return ep.URI.String()
 }
 
 func createTable(ctx context.Context, c *command) int {
@@ -163,13 +254,13 @@ func createTable(ctx context.Context, c *command) int {
 	}
 	if *noTTL {
 		if err := dynamostore.EnsureTableWithoutTTL(ctx, client, c.table, *wait); err != nil {
-			return c.fail("%v", err)
+			return c.storeFail(err)
 		}
 		fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL off (evict with a sweeper)\n", c.table, dynamostore.PartitionKey)
 		return exitOK
 	}
 	if err := dynamostore.EnsureTable(ctx, client, c.table, *wait); err != nil {
-		return c.fail("%v", err)
+		return c.storeFail(err)
 	}
 	fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL on %q\n", c.table, dynamostore.PartitionKey, dynamostore.TTLAttribute)
 	return exitOK
@@ -183,21 +274,24 @@ func keyFlags(c *command) (scope, key *string) {
 
 // recordJSON is how inspect and release print a record.
 type recordJSON struct {
-	Table        string        `json:"table"`
-	Scope        string        `json:"scope"`
-	Key          string        `json:"key"`
-	PartitionKey string        `json:"partitionKey"`
-	State        string        `json:"state"`
-	Method       string        `json:"method"`
-	Path         string        `json:"path"`
-	Fingerprint  string        `json:"fingerprint"`
-	Created      time.Time     `json:"created"`
-	Completed    *time.Time    `json:"completed,omitempty"`
-	Expires      time.Time     `json:"expires"`
-	LockExpires  time.Time     `json:"lockExpires"`
-	LockExpired  bool          `json:"lockExpired"`
-	Region       string        `json:"region,omitempty"`
-	Response     *responseJSON `json:"response,omitempty"`
+	Table        string     `json:"table"`
+	Scope        string     `json:"scope"`
+	Key          string     `json:"key"`
+	PartitionKey string     `json:"partitionKey"`
+	State        string     `json:"state"`
+	Method       string     `json:"method"`
+	Path         string     `json:"path"`
+	Fingerprint  string     `json:"fingerprint"`
+	Created      time.Time  `json:"created"`
+	Completed    *time.Time `json:"completed,omitempty"`
+	Expires      time.Time  `json:"expires"`
+	// The lock fields are set for in-progress records only: a completed
+	// record's lock fences nothing.
+	LockToken   string        `json:"lockToken,omitempty"`
+	LockExpires *time.Time    `json:"lockExpires,omitempty"`
+	LockExpired *bool         `json:"lockExpired,omitempty"`
+	Region      string        `json:"region,omitempty"`
+	Response    *responseJSON `json:"response,omitempty"`
 }
 
 type responseJSON struct {
@@ -212,10 +306,13 @@ type responseJSON struct {
 
 func describe(table string, r *dynamostore.Record, withBody bool, now time.Time) recordJSON {
 	out := recordJSON{
-		Table: table, Scope: r.Scope, Key: r.Key, PartitionKey: dynamostore.PartitionKeyFor(r.Scope, r.Key),
+		Table: table, Scope: r.Scope, Key: r.Key, PartitionKey: keyschema.PartitionKey(r.Scope, r.Key),
 		State: string(r.State), Method: r.Method, Path: r.Path, Fingerprint: hex.EncodeToString(r.Fingerprint),
-		Created: r.Created.UTC(), Expires: r.Expires.UTC(), LockExpires: r.LockExpires.UTC(),
-		LockExpired: r.State == dynamostore.StateInProgress && r.LockExpires.Before(now), Region: r.Region,
+		Created: r.Created.UTC(), Expires: r.Expires.UTC(), Region: r.Region,
+	}
+	if r.State == dynamostore.StateInProgress {
+		lockExp, expired := r.LockExpires.UTC(), r.LockExpires.Before(now)
+		out.LockToken, out.LockExpires, out.LockExpired = r.LockToken, &lockExp, &expired
 	}
 	if !r.Completed.IsZero() {
 		done := r.Completed.UTC()
@@ -265,7 +362,7 @@ func inspect(ctx context.Context, c *command) int {
 		return c.fail("no live record for scope %q key %q (never claimed, released, or expired)", *scope, *key)
 	}
 	if err != nil {
-		return c.fail("%v", err)
+		return c.storeFail(err)
 	}
 	return c.printJSON(describe(c.table, rec, *body, time.Now()))
 }
@@ -297,7 +394,7 @@ func release(ctx context.Context, c *command) int {
 	case errors.Is(err, dynamostore.ErrLockLost):
 		return c.fail("the record changed while it was being released; nothing was deleted. Inspect it again.")
 	case err != nil:
-		return c.fail("%v", err)
+		return c.storeFail(err)
 	}
 	if rec.State == dynamostore.StateCompleted {
 		fmt.Fprintf(c.stderr, "idemctl release: warning: released a completed key; the next request with it executes again\n")
@@ -350,13 +447,13 @@ func sweep(ctx context.Context, c *command) int {
 	})
 	report, err := sweeper.Sweep(ctx, *cursor)
 	if report == nil {
-		return c.fail("%v", err)
+		return c.storeFail(err)
 	}
 	if code := c.printJSON(report); code != exitOK {
 		return code
 	}
 	if err != nil {
-		return c.fail("%v", err)
+		return c.storeFail(err)
 	}
 	if !report.Finished {
 		fmt.Fprintf(c.stderr, "idemctl sweep: the pass is unfinished (%s); continue it with -cursor %s\n", report.StoppedBy, report.Cursor)

@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -52,29 +54,39 @@ func unset(t *testing.T, names ...string) {
 }
 
 // endpoint points idemctl, through the SDK's own variable, at the test's
-// DynamoDB endpoint, and returns it with a fresh table name. The embedded
-// emulator gets a hermetic configuration with dummy credentials; an
-// external endpoint keeps the environment's.
+// DynamoDB endpoint, and returns it with a fresh table name, deleted when
+// the test ends. The embedded emulator, or an external one on loopback
+// without credentials configured (DynamoDB Local, moto, the standalone
+// emulator), gets a hermetic configuration without credentials, which
+// idemctl then supplies itself; real AWS keeps the environment's.
 func endpoint(t *testing.T) (*localstack.Endpoint, string) {
 	t.Setenv("KEY_TABLE", "")
 	ep := localstack.ForTest(t)
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", ep.URL)
-	// The embedded emulator, or an external one on loopback without
-	// credentials configured (DynamoDB Local, the standalone emulator), gets
-	// a hermetic configuration with dummy credentials; real AWS keeps the
-	// environment's.
-	loopback := strings.Contains(ep.URL, "://127.0.0.1") || strings.Contains(ep.URL, "://localhost")
-	if ep.Embedded || (loopback && os.Getenv("AWS_ACCESS_KEY_ID") == "") {
+	if ep.Embedded || (isLoopback(ep.URL) && os.Getenv("AWS_ACCESS_KEY_ID") == "") {
 		hermetic(t)
-		t.Setenv("AWS_REGION", "us-east-1")
-		t.Setenv("AWS_ACCESS_KEY_ID", localstack.LocalAccessKeyID)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", localstack.LocalSecretAccessKey)
+		t.Setenv("AWS_REGION", localstack.DefaultRegion)
+		unset(t, credentialVars...)
 	}
 	table := localstack.TableName("idemctl")
-	t.Cleanup(func() {
-		_, _ = ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
-	})
+	ddbtest.DeleteOnCleanup(t, ep.Client, table)
 	return ep, table
+}
+
+// credentialVars are the variables through which the SDK's default chain
+// finds credentials.
+var credentialVars = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+	"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"}
+
+// isLoopback reports whether url is an http(s) URL on this machine's
+// loopback interface.
+func isLoopback(url string) bool {
+	for _, host := range []string{"://127.", "://localhost", "://[::1]"} {
+		if strings.Contains(url, host) {
+			return true
+		}
+	}
+	return false
 }
 
 // createdTable is endpoint with the table created by idemctl itself.
@@ -126,12 +138,21 @@ func TestUsageErrorsExitWithStatus2(t *testing.T) {
 func TestHelpPrintsUsageAndSucceeds(t *testing.T) {
 	r := idemctl("help")
 	assert.Equal(t, exitOK, r.code)
-	for _, cmd := range []string{"create-table", "inspect", "release", "sweep"} {
-		assert.Contains(t, r.stdout, cmd)
+	for _, want := range []string{"create-table", "inspect", "list", "release", "sweep", "scope", "examples/payments", "loopback"} {
+		assert.Contains(t, r.stdout, want)
 	}
-	r = idemctl("sweep", "-h")
-	assert.Equal(t, exitOK, r.code)
-	assert.Contains(t, r.stderr, "-dry-run")
+	for cmd, flags := range map[string][]string{
+		"sweep": {"-dry-run"},
+		"list":  {"-limit", "-max-scanned", "-scope", "Scan"},
+		"scope": {"-bearer", "SHA-256", "examples/payments"},
+	} {
+		r = idemctl(cmd, "-h")
+		assert.Equal(t, exitOK, r.code, cmd)
+		for _, want := range flags {
+			assert.Contains(t, r.stderr, want, cmd)
+		}
+	}
+	assert.NotContains(t, idemctl("scope", "-h").stderr, "-table", "scope reads no table")
 }
 
 func TestWithoutEndpointOrRegionIdemctlRefusesToGuessAWSRegion(t *testing.T) {
@@ -142,15 +163,16 @@ func TestWithoutEndpointOrRegionIdemctlRefusesToGuessAWSRegion(t *testing.T) {
 	assert.Contains(t, r.stderr, "no AWS region")
 }
 
-func TestWithoutCredentialsIdemctlSaysHowToUseAnEmulator(t *testing.T) {
+func TestANonLoopbackEndpointWithoutCredentialsFailsAndSaysWhy(t *testing.T) {
 	hermetic(t)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:1")
-	unset(t, "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://192.0.2.1:8000") // TEST-NET-1: never contacted
+	unset(t, credentialVars...)
 	r := idemctl("inspect", "-table", "t", "-key", "k")
 	assert.Equal(t, exitFail, r.code)
-	assert.Contains(t, r.stderr, "no AWS credentials")
+	assert.Contains(t, r.stderr, "no AWS credentials for http://192.0.2.1:8000")
+	assert.Contains(t, r.stderr, "loopback endpoint only")
 	assert.Contains(t, r.stderr, "AWS_ACCESS_KEY_ID")
+	assert.NotContains(t, r.stderr, "DynamoDB at", "nothing is named before the configuration is complete")
 }
 
 func TestCreateTableIsIdempotentAndKeyTableDefaultsTheTable(t *testing.T) {
@@ -191,10 +213,10 @@ func TestInspectPrintsTheRecordWithoutItsBodyUnlessAsked(t *testing.T) {
 	assert.Equal(t, "POST", got.Method)
 	assert.Equal(t, "/payments", got.Path)
 	assert.Equal(t, hex.EncodeToString(sum[:]), got.Fingerprint)
-	assert.Equal(t, dynamostore.PartitionKeyFor("tenant-a", "order-1"), got.PartitionKey)
+	assert.Equal(t, keyschema.PartitionKey("tenant-a", "order-1"), got.PartitionKey)
 	assert.Equal(t, now.Add(time.Hour).Unix(), got.Expires.Unix())
 	assert.Equal(t, now.UnixMilli(), got.Created.UnixMilli())
-	assert.Equal(t, now.Add(time.Minute).UnixMilli(), got.LockExpires.UnixMilli())
+	assert.Nil(t, got.LockExpires, "a completed record shows no lock")
 	assert.NotNil(t, got.Completed)
 	require.NotNil(t, got.Response)
 	assert.Equal(t, 201, got.Response.Status)
@@ -309,7 +331,7 @@ func TestSweepOnAMissingTableFailsAndStillPrintsTheReport(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
 	assert.Equal(t, 1.0, m["errors"])
 	assert.Equal(t, "error", m["stoppedBy"])
-	assert.Contains(t, r.stderr, "Scan")
+	assert.Contains(t, r.stderr, "table "+table+" does not exist")
 }
 
 func TestSweepRefusesMoreSegmentsThanOneCursorItemHolds(t *testing.T) {

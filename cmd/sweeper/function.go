@@ -87,68 +87,41 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 	return s, err
 }
 
-// sweepAPI is the set of DynamoDB calls the function makes.
-type sweepAPI interface {
-	dynamostore.SweepClient
-	dynamostore.CursorClient
-}
-
 // function is the Lambda handler and what it needs.
 type function struct {
-	client sweepAPI
+	client dynamostore.SweepClient
 	cfg    settings
 	stdout io.Writer // receives the EMF line
 	logger *slog.Logger
 	now    func() time.Time
 }
 
-// handle runs one sweep for a scheduled event: it loads the stored cursor,
-// sweeps until the pass finishes or the invocation's deadline (minus the
-// margin) nears, saves the new cursor (deleting it when the pass
-// finished), writes one EMF line to stdout, and returns the report without
-// its cursor. An invalid stored cursor is logged and replaced by a new
-// pass. It returns an error when any DynamoDB call failed, so that
-// Lambda's own Errors metric counts the invocation too; the EMF line is
-// written in every case.
+// handle runs one sweep for a scheduled event (dynamostore's
+// Sweeper.Resume): it continues the pass the cursor stored in the table
+// left unfinished, sweeps until the pass finishes or the invocation's
+// deadline (minus the margin) nears, and stores the new cursor; it writes
+// one EMF line to stdout and returns the report. An invalid stored cursor
+// is logged and replaced by a new pass. It returns an error when any
+// DynamoDB call failed, so that Lambda's own Errors metric counts the
+// invocation too; the EMF line is written in every case.
 func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dynamostore.SweepReport, error) {
 	log := f.logger.With(slog.String("event_id", ev.ID))
-	var cursorErrs int64
-	var cursor string
-	var err error
-	if !f.cfg.DryRun {
-		if cursor, err = dynamostore.LoadRegionSweepCursor(ctx, f.client, f.cfg.Table, f.cfg.Region); err != nil {
-			cursorErrs++
-			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: loading the cursor", slog.String("error", err.Error()))
-			f.emit(ev, &dynamostore.SweepReport{Table: f.cfg.Table, DryRun: f.cfg.DryRun, Started: f.now()}, cursorErrs)
-			return nil, err
-		}
-	}
 	sweeper := dynamostore.NewSweeper(f.client, f.cfg.Table, func(o *dynamostore.SweepOptions) {
 		o.Segments, o.PageSize = f.cfg.Segments, f.cfg.PageSize
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
 		o.Now, o.Logger, o.Region = f.now, log, f.cfg.Region
 	})
-	report, err := sweeper.Sweep(ctx, cursor)
-	if errors.Is(err, dynamostore.ErrInvalidCursor) {
-		log.LogAttrs(ctx, slog.LevelWarn, "idemkey sweeper: stored cursor unusable, starting a new pass", slog.String("error", err.Error()))
-		report, err = sweeper.Sweep(ctx, "")
+	report, err := sweeper.Resume(ctx)
+	if report == nil {
+		report = &dynamostore.SweepReport{Table: f.cfg.Table, DryRun: f.cfg.DryRun, Started: f.now(), Errors: 1}
 	}
-	if !f.cfg.DryRun && report.Cursor != cursor {
-		if serr := dynamostore.SaveRegionSweepCursor(ctx, f.client, f.cfg.Table, f.cfg.Region, report.Cursor, f.now()); serr != nil {
-			cursorErrs++
-			log.LogAttrs(ctx, slog.LevelError, "idemkey sweeper: saving the cursor", slog.String("error", serr.Error()))
-			err = errors.Join(err, serr)
-		}
-	}
-	f.emit(ev, report, cursorErrs)
-	out := *report
-	out.Cursor = "" // it holds keys; it is in the table
-	return &out, err
+	f.emit(ev, report)
+	return report, err
 }
 
 // emit writes the report's EMF line; a failure to write is logged.
-func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport, extraErrors int64) {
+func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport) {
 	finished := 0.0
 	if r.Finished {
 		finished = 1
@@ -179,7 +152,7 @@ func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport, 
 			{Name: "ConsumedRCU", Value: r.ConsumedReadUnits, Unit: emf.None},
 			{Name: "ConsumedWCU", Value: r.ConsumedWriteUnits, Unit: emf.None},
 			{Name: "ScannedPerEvicted", Value: r.ScannedPerEvicted(), Unit: emf.None},
-			{Name: "Errors", Value: float64(r.Errors + extraErrors), Unit: emf.Count},
+			{Name: "Errors", Value: float64(r.Errors), Unit: emf.Count},
 			{Name: "PassFinished", Value: finished, Unit: emf.Count},
 		},
 		Properties: props,

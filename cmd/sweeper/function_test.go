@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func (fx *fixture) seed(t *testing.T) (expired, stuck, live int64) {
 	return expired, stuck, live
 }
 
-func (fx *fixture) function(client sweepAPI, cfg settings) *function {
+func (fx *fixture) function(client dynamostore.SweepClient, cfg settings) *function {
 	if client == nil {
 		client = fx.ep.Client
 	}
@@ -155,7 +156,7 @@ func TestInvocationSweepsAndEmitsOneValidEMFLineWithTheReportsFigures(t *testing
 	assert.Equal(t, "5e0c3a8d-1b7f-4c2e-9a61-0d8f2b7c4e19", doc["EventId"])
 	assert.Equal(t, "2027-01-15T08:00:00Z", doc["ScheduledTime"])
 
-	cursor, err := dynamostore.LoadSweepCursor(ctx, fx.ep.Client, fx.table)
+	cursor, err := storedCursor(ctx, fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	assert.Empty(t, cursor, "a finished pass leaves no cursor")
 	assert.Contains(t, fx.logs.String(), `"msg":"idemkey sweep"`)
@@ -164,13 +165,13 @@ func TestInvocationSweepsAndEmitsOneValidEMFLineWithTheReportsFigures(t *testing
 
 // slowScans advances the clock after every Scan.
 type slowScans struct {
-	sweepAPI
+	dynamostore.SweepClient
 	clock *ddbtest.Clock
 	step  time.Duration
 }
 
 func (c *slowScans) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	out, err := c.sweepAPI.Scan(ctx, in, optFns...)
+	out, err := c.SweepClient.Scan(ctx, in, optFns...)
 	c.clock.Advance(c.step)
 	return out, err
 }
@@ -180,7 +181,7 @@ func TestInvocationNearItsDeadlineSavesTheCursorAndTheNextOneFinishesThePass(t *
 	expired, stuck, live := fx.seed(t)
 	// 60 s to go, a 5 s margin, and pages that take 30 s of the clock: the
 	// first invocation sweeps two pages of 10 and stops.
-	client := &slowScans{sweepAPI: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
+	client := &slowScans{SweepClient: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
 	f := fx.function(client, settings{Segments: 1, PageSize: 10, Margin: 5 * time.Second})
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -191,7 +192,7 @@ func TestInvocationNearItsDeadlineSavesTheCursorAndTheNextOneFinishesThePass(t *
 	assert.Equal(t, dynamostore.SweepStoppedByBudget, first.StoppedBy)
 	assert.Empty(t, first.Cursor, "the returned report carries no cursor")
 	assert.Equal(t, int64(20), first.Scanned)
-	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	saved, err := storedCursor(context.Background(), fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	require.NotEmpty(t, saved, "the cursor is saved in the table")
 	docs := fx.lines(t)
@@ -211,7 +212,7 @@ func TestInvocationNearItsDeadlineSavesTheCursorAndTheNextOneFinishesThePass(t *
 	docs = fx.lines(t)
 	require.Len(t, docs, 1)
 	assert.Equal(t, 1.0, docs[0]["PassFinished"])
-	saved, err = dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	saved, err = storedCursor(context.Background(), fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	assert.Empty(t, saved, "the finished pass deleted the cursor")
 }
@@ -219,7 +220,7 @@ func TestInvocationNearItsDeadlineSavesTheCursorAndTheNextOneFinishesThePass(t *
 func TestInvocationWithAnUnusableStoredCursorStartsANewPass(t *testing.T) {
 	fx := newFixture(t)
 	expired, _, _ := fx.seed(t)
-	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "garbage", fx.clock.Now()))
+	require.NoError(t, storeCursor(context.Background(), fx.ep.Client, fx.table, "garbage", fx.clock.Now()))
 	r, err := fx.function(nil, settings{Segments: 4}).handle(context.Background(), event(t))
 	require.NoError(t, err)
 	assert.True(t, r.Finished)
@@ -227,7 +228,7 @@ func TestInvocationWithAnUnusableStoredCursorStartsANewPass(t *testing.T) {
 	assert.Equal(t, int64(31), r.Scanned, "the cursor item itself is scanned")
 	assert.Equal(t, int64(1), r.Foreign)
 	assert.Contains(t, fx.logs.String(), "stored cursor unusable")
-	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	saved, err := storedCursor(context.Background(), fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	assert.Empty(t, saved)
 }
@@ -235,7 +236,7 @@ func TestInvocationWithAnUnusableStoredCursorStartsANewPass(t *testing.T) {
 func TestDryRunInvocationDeletesNothingAndLeavesTheCursorAlone(t *testing.T) {
 	fx := newFixture(t)
 	expired, stuck, _ := fx.seed(t)
-	require.NoError(t, dynamostore.SaveSweepCursor(context.Background(), fx.ep.Client, fx.table, "someone-elses", fx.clock.Now()))
+	require.NoError(t, storeCursor(context.Background(), fx.ep.Client, fx.table, "someone-elses", fx.clock.Now()))
 	r, err := fx.function(nil, settings{Segments: 4, DryRun: true}).handle(context.Background(), event(t))
 	require.NoError(t, err)
 	assert.Equal(t, expired, r.Evicted)
@@ -243,7 +244,7 @@ func TestDryRunInvocationDeletesNothingAndLeavesTheCursorAlone(t *testing.T) {
 	docs := fx.lines(t)
 	require.Len(t, docs, 1)
 	assert.Equal(t, true, docs[0]["DryRun"])
-	saved, err := dynamostore.LoadSweepCursor(context.Background(), fx.ep.Client, fx.table)
+	saved, err := storedCursor(context.Background(), fx.ep.Client, fx.table)
 	require.NoError(t, err)
 	assert.Equal(t, "someone-elses", saved)
 	again, err := fx.function(nil, settings{Segments: 4, DryRun: true}).handle(context.Background(), event(t))
@@ -259,7 +260,9 @@ func TestInvocationOnAMissingTableFailsAndStillEmitsItsErrors(t *testing.T) {
 	require.Error(t, err)
 	var se *dynamostore.StoreError
 	require.ErrorAs(t, err, &se)
-	assert.Nil(t, r)
+	require.NotNil(t, r)
+	assert.Equal(t, int64(1), r.Errors, "the failed read of the cursor is counted")
+	assert.Zero(t, r.Scanned, "nothing was swept")
 	docs := fx.lines(t)
 	require.Len(t, docs, 1)
 	assert.Equal(t, 1.0, docs[0]["Errors"])
@@ -397,7 +400,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 	}
 	// Two pages of four per invocation (see the deadline test): every
 	// pass takes several invocations.
-	client := &slowScans{sweepAPI: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
+	client := &slowScans{SweepClient: fx.ep.Client, clock: fx.clock, step: 30 * time.Second}
 	functions := map[string]*function{}
 	for _, region := range regions {
 		cfg, err := configFromEnv(regionEnv(fx.table, region, "SEGMENTS", "1", "PAGE_SIZE", "4", "MARGIN", "5s", "RATE", "-1"))
@@ -420,9 +423,9 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 		}
 		if round == 0 {
 			for _, region := range regions {
-				assert.True(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey+"/"+region), "%s keeps its own cursor item", region)
+				assert.True(t, fx.cursorItemExists(t, cursorKey+"/"+region), "%s keeps its own cursor item", region)
 			}
-			assert.False(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey), "not the single-region item")
+			assert.False(t, fx.cursorItemExists(t, cursorKey), "not the single-region item")
 		}
 	}
 	assert.NotContains(t, fx.logs.String(), "stored cursor unusable", "no sweeper read the other's cursor")
@@ -431,6 +434,35 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 	assert.GreaterOrEqual(t, invocations["us-east-1"], 2, "each had to resume")
 	assert.GreaterOrEqual(t, invocations["eu-west-1"], 2)
 	for _, region := range regions {
-		assert.False(t, fx.cursorItemExists(t, dynamostore.SweepCursorKey+"/"+region), "%s's finished pass deleted its cursor", region)
+		assert.False(t, fx.cursorItemExists(t, cursorKey+"/"+region), "%s's finished pass deleted its cursor", region)
 	}
+}
+
+// cursorKey is the partition key of the item in which Sweeper.Resume keeps
+// its cursor, as its documentation states.
+const cursorKey = "#sweep-cursor"
+
+// storedCursor reads the cursor Sweeper.Resume keeps in table, "" when
+// there is none.
+func storedCursor(ctx context.Context, client *dynamodb.Client, table string) (string, error) {
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: cursorKey}}})
+	if err != nil || out.Item == nil {
+		return "", err
+	}
+	s, ok := out.Item["cursor"].(*types.AttributeValueMemberS)
+	if !ok {
+		return "", fmt.Errorf("cursor item without a cursor attribute: %v", out.Item)
+	}
+	return s.Value, nil
+}
+
+// storeCursor writes cursor where Sweeper.Resume looks for it.
+func storeCursor(ctx context.Context, client *dynamodb.Client, table, cursor string, now time.Time) error {
+	_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+		"pk":      &types.AttributeValueMemberS{Value: cursorKey},
+		"cursor":  &types.AttributeValueMemberS{Value: cursor},
+		"updated": &types.AttributeValueMemberN{Value: strconv.FormatInt(now.UnixMilli(), 10)},
+	}})
+	return err
 }

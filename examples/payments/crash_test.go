@@ -21,8 +21,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -82,9 +80,10 @@ func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
 	t.Setenv(localstack.EndpointEnv, endpoint)
 	ep, err := localstack.Start(context.Background())
 	require.NoError(t, err)
-	defer ep.Close()
+	t.Cleanup(func() { _ = ep.Close() })
 
 	keyTable, paymentTable := localstack.TableName("keys"), localstack.TableName("payments")
+	t.Cleanup(func() { deleteTables(t, ep.Client, keyTable, paymentTable) }) // after the servers stop
 	env := []string{localstack.EndpointEnv + "=" + endpoint}
 	const lease = 5 * time.Second
 	args := []string{"-addr", "127.0.0.1:0", "-lease", lease.String(), "-key-table", keyTable, "-payment-table", paymentTable}
@@ -103,16 +102,19 @@ func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
 	}
 	go post(url) // claims, then hangs in the handler
 
-	// Wait until the claim is in the table, without touching the key.
-	pk := dynamostore.PartitionKeyFor(paymentsapi.OwnerOf("alice"), "crash-1")
+	// Wait until the claim is in the table (its only record), without
+	// touching the key.
 	var lockExp time.Time
 	require.Eventually(t, func() bool {
-		out, err := ep.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &keyTable,
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
-		if err != nil || out.Item == nil {
+		out, err := ep.Client.Scan(context.Background(), &dynamodb.ScanInput{TableName: &keyTable, ConsistentRead: aws.Bool(true)})
+		if err != nil || len(out.Items) != 1 {
 			return false
 		}
-		ms, _ := strconv.ParseInt(out.Item["lock_exp"].(*types.AttributeValueMemberN).Value, 10, 64)
+		n, ok := out.Items[0]["lock_exp"].(*types.AttributeValueMemberN)
+		if !ok {
+			return false
+		}
+		ms, _ := strconv.ParseInt(n.Value, 10, 64)
 		lockExp = time.UnixMilli(ms)
 		return true
 	}, 30*time.Second, 20*time.Millisecond)

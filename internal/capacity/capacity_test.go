@@ -19,6 +19,7 @@ import (
 	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/internal/capacity"
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -214,7 +215,7 @@ func TestCapacityPerOutcome(t *testing.T) {
 	// in_progress_expiration, status, data = the JSON-encoded return
 	// value, validation = the payload hash).
 	out, err := ep.Client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: &keys, ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{dynamostore.PartitionKey: s(dynamostore.PartitionKeyFor("tenant-1", "claim_first-first-1"))}})
+		Key: map[string]types.AttributeValue{dynamostore.PartitionKey: s(keyschema.PartitionKey("tenant-1", "claim_first-first-1"))}})
 	require.NoError(t, err)
 	require.NotNil(t, out.Item)
 	powertools := map[string]types.AttributeValue{

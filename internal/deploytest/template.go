@@ -1,18 +1,25 @@
-// Package deploytest reads the SAM template (template.yaml) for tests that
-// check it against the code: the TTL attribute of the key table, and the
-// IAM actions each function is granted on each table.
+// Package deploytest reads the repository's SAM template for tests that
+// check it against the code: the TTL attribute of the key table, the IAM
+// actions each function is granted on each table, the environment each
+// function gets for given parameter values, the values the stack refuses,
+// the alarms, log groups and the HTTP API's authorizer.
 //
 // It understands the subset of CloudFormation the template uses: resources
-// with Type and Properties, inline policy statements whose Resource is
-// !GetAtt <LogicalId>.Arn (or a list of them), and scalar properties.
+// with Type, Condition and Properties, inline policy statements whose
+// Resource is !GetAtt <LogicalId>.Arn (or a list of them), parameters with
+// their constraints, rules, conditions, and the intrinsic functions Resolve
+// lists.
 package deploytest
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -87,6 +94,18 @@ func (t *Template) Scalar(resource string, keys ...string) string {
 
 // Type returns a resource's Type.
 func (t *Template) Type(resource string) string { return t.Scalar(resource, "Type") }
+
+// Resources returns the logical ids of the resources of a type, in the
+// template's order.
+func (t *Template) Resources(typ string) []string {
+	var out []string
+	for i := 0; i+1 < len(t.root.Content); i += 2 {
+		if id := t.root.Content[i].Value; t.Type(id) == typ {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // Actions returns, per logical id of a resource the statements name, the
 // sorted actions an Allow statement of the function's inline policies
@@ -165,4 +184,367 @@ func resources(n *yaml.Node) ([]string, error) {
 		return nil, fmt.Errorf("resource %q is not !GetAtt <table>.Arn: least privilege means naming the table", n.Value)
 	}
 	return []string{strings.TrimSuffix(n.Value, ".Arn")}, nil
+}
+
+// NoValue is what Resolve returns for AWS::NoValue: the property is absent.
+var NoValue = noValue{}
+
+type noValue struct{}
+
+// Params are the values of a deployment: parameters by name (a parameter
+// missing from the map takes its Default) and pseudo parameters such as
+// AWS::Region and AWS::StackName.
+type Params map[string]string
+
+// value returns the value of a parameter or pseudo parameter.
+func (t *Template) value(name string, p Params) (string, error) {
+	if v, ok := p[name]; ok {
+		return v, nil
+	}
+	if d := t.Section("Parameters", name, "Default"); d != nil {
+		return d.Value, nil
+	}
+	if t.Section("Parameters", name) != nil {
+		return "", fmt.Errorf("parameter %s has no Default and no value", name)
+	}
+	return "", fmt.Errorf("no value for %s", name)
+}
+
+// Resolve evaluates a node of the template for a deployment: !Ref of a
+// parameter or pseudo parameter gives its value, !Ref of a resource gives
+// "<Ref LogicalId>", !GetAtt gives "<GetAtt LogicalId.Attr>", !Ref
+// AWS::NoValue gives NoValue; !Sub (its one-argument form), !If (with the
+// template's Conditions), !Equals, !Not, !And, !Or and !Split are
+// evaluated; mappings and sequences are resolved member by member, leaving
+// out the NoValue ones. Scalars are strings.
+func (t *Template) Resolve(n *yaml.Node, p Params) (any, error) {
+	if n == nil {
+		return nil, fmt.Errorf("nothing to resolve")
+	}
+	args := func(want int) ([]*yaml.Node, error) {
+		if n.Kind != yaml.SequenceNode || len(n.Content) != want {
+			return nil, fmt.Errorf("%s wants %d arguments", n.Tag, want)
+		}
+		return n.Content, nil
+	}
+	switch n.Tag {
+	case "!Ref":
+		switch name := n.Value; {
+		case name == "AWS::NoValue":
+			return NoValue, nil
+		case get(t.root, name) != nil:
+			return "<Ref " + name + ">", nil
+		default:
+			return t.value(name, p)
+		}
+	case "!GetAtt":
+		return "<GetAtt " + n.Value + ">", nil
+	case "!Sub":
+		return t.sub(n.Value, p)
+	case "!If":
+		a, err := args(3)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := t.Condition(a[0].Value, p)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return t.Resolve(a[1], p)
+		}
+		return t.Resolve(a[2], p)
+	case "!Equals":
+		a, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		x, err := t.Resolve(a[0], p)
+		if err != nil {
+			return nil, err
+		}
+		y, err := t.Resolve(a[1], p)
+		return fmt.Sprint(x) == fmt.Sprint(y), err
+	case "!Not":
+		a, err := args(1)
+		if err != nil {
+			return nil, err
+		}
+		v, err := t.truth(a[0], p)
+		return !v, err
+	case "!And", "!Or":
+		and := n.Tag == "!And"
+		for _, c := range n.Content {
+			v, err := t.truth(c, p)
+			if err != nil {
+				return nil, err
+			}
+			if v != and {
+				return v, nil
+			}
+		}
+		return and, nil
+	case "!Split":
+		a, err := args(2)
+		if err != nil {
+			return nil, err
+		}
+		s, err := t.Resolve(a[1], p)
+		if err != nil {
+			return nil, err
+		}
+		return strings.Split(fmt.Sprint(s), a[0].Value), nil
+	}
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		return nil, fmt.Errorf("intrinsic %s is not supported", n.Tag)
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		out := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := t.Resolve(n.Content[i+1], p)
+			if err != nil {
+				return nil, err
+			}
+			if v != NoValue {
+				out[n.Content[i].Value] = v
+			}
+		}
+		return out, nil
+	case yaml.SequenceNode:
+		out := []any{}
+		for _, c := range n.Content {
+			v, err := t.Resolve(c, p)
+			if err != nil {
+				return nil, err
+			}
+			if v != NoValue {
+				out = append(out, v)
+			}
+		}
+		return out, nil
+	}
+	return n.Value, nil
+}
+
+func (t *Template) truth(n *yaml.Node, p Params) (bool, error) {
+	if n.Kind == yaml.MappingNode && len(n.Content) == 2 && n.Content[0].Value == "Condition" {
+		return t.Condition(n.Content[1].Value, p)
+	}
+	v, err := t.Resolve(n, p)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%v is not a condition", v)
+	}
+	return b, nil
+}
+
+// sub substitutes ${Name} in s with the value of a parameter, a pseudo
+// parameter, or "<Ref LogicalId>" for a resource.
+func (t *Template) sub(s string, p Params) (string, error) {
+	var b strings.Builder
+	for {
+		start := strings.Index(s, "${")
+		if start < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		end := strings.Index(s[start:], "}")
+		if end < 0 {
+			return "", fmt.Errorf("!Sub %q: unclosed ${", s)
+		}
+		name := s[start+2 : start+end]
+		b.WriteString(s[:start])
+		if get(t.root, name) != nil {
+			b.WriteString("<Ref " + name + ">")
+		} else {
+			v, err := t.value(name, p)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(v)
+		}
+		s = s[start+end+1:]
+	}
+}
+
+// Condition evaluates a condition of the Conditions section.
+func (t *Template) Condition(name string, p Params) (bool, error) {
+	c := t.Section("Conditions", name)
+	if c == nil {
+		return false, fmt.Errorf("no condition %s", name)
+	}
+	return t.truth(c, p)
+}
+
+// Property resolves a resource's node at a path of mapping keys (see
+// Resolve); NoValue when the resource is not created (its Condition is
+// false) or the node is absent.
+func (t *Template) Property(p Params, resource string, keys ...string) (any, error) {
+	if get(t.root, resource) == nil {
+		return nil, fmt.Errorf("no resource %s", resource)
+	}
+	if c := t.Scalar(resource, "Condition"); c != "" {
+		ok, err := t.Condition(c, p)
+		if err != nil || !ok {
+			return NoValue, err
+		}
+	}
+	n := t.Path(resource, keys...)
+	if n == nil {
+		return NoValue, nil
+	}
+	return t.Resolve(n, p)
+}
+
+// Check reports the first parameter value the stack would refuse: a value
+// outside a parameter's AllowedValues, AllowedPattern, MinValue, MaxValue
+// or MaxLength, or a rule whose RuleCondition holds and an assertion of
+// which does not. The AllowedPattern must match the whole value.
+func (t *Template) Check(p Params) error {
+	params := t.Section("Parameters")
+	for i := 0; params != nil && i+1 < len(params.Content); i += 2 {
+		name, spec := params.Content[i].Value, params.Content[i+1]
+		v, err := t.value(name, p)
+		if err != nil {
+			return err
+		}
+		if err := allowed(spec, v); err != nil {
+			return fmt.Errorf("parameter %s=%q: %w", name, v, err)
+		}
+	}
+	rules := t.Section("Rules")
+	for i := 0; rules != nil && i+1 < len(rules.Content); i += 2 {
+		name, rule := rules.Content[i].Value, rules.Content[i+1]
+		if c := get(rule, "RuleCondition"); c != nil {
+			ok, err := t.truth(c, p)
+			if err != nil {
+				return fmt.Errorf("rule %s: %w", name, err)
+			}
+			if !ok {
+				continue
+			}
+		}
+		for _, a := range get(rule, "Assertions").Content {
+			ok, err := t.truth(get(a, "Assert"), p)
+			if err != nil {
+				return fmt.Errorf("rule %s: %w", name, err)
+			}
+			if !ok {
+				return fmt.Errorf("rule %s: %s", name, get(a, "AssertDescription").Value)
+			}
+		}
+	}
+	return nil
+}
+
+// Allowed reports whether the stack accepts a value of one parameter, as
+// Check does for every parameter, rules aside.
+func (t *Template) Allowed(name, value string) error {
+	spec := t.Section("Parameters", name)
+	if spec == nil {
+		return fmt.Errorf("no parameter %s", name)
+	}
+	return allowed(spec, value)
+}
+
+// allowed checks a value against a parameter's constraints.
+func allowed(spec *yaml.Node, v string) error {
+	if vs := get(spec, "AllowedValues"); vs != nil && !slices.Contains(scalars(vs), v) {
+		return fmt.Errorf("not one of %v", scalars(vs))
+	}
+	if pat := get(spec, "AllowedPattern"); pat != nil {
+		re, err := regexp.Compile(`^(?:` + pat.Value + `)$`)
+		if err != nil {
+			return err
+		}
+		if !re.MatchString(v) {
+			return fmt.Errorf("does not match %s", pat.Value)
+		}
+	}
+	if m := get(spec, "MaxLength"); m != nil {
+		if n, _ := strconv.Atoi(m.Value); len(v) > n {
+			return fmt.Errorf("longer than %d", n)
+		}
+	}
+	if get(spec, "Type").Value == "Number" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number")
+		}
+		if m := get(spec, "MinValue"); m != nil {
+			if lo, _ := strconv.ParseFloat(m.Value, 64); x < lo {
+				return fmt.Errorf("below %s", m.Value)
+			}
+		}
+		if m := get(spec, "MaxValue"); m != nil {
+			if hi, _ := strconv.ParseFloat(m.Value, 64); x > hi {
+				return fmt.Errorf("above %s", m.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// Environment returns a function's environment variables for a
+// deployment: those of the Globals section, overridden by the function's
+// own, each resolved (see Resolve) and formatted as a string.
+func (t *Template) Environment(p Params, function string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, n := range []*yaml.Node{
+		t.Section("Globals", "Function", "Environment", "Variables"),
+		t.Path(function, "Properties", "Environment", "Variables"),
+	} {
+		if n == nil {
+			continue
+		}
+		vars, err := t.Resolve(n, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", function, err)
+		}
+		for k, v := range vars.(map[string]any) {
+			out[k] = fmt.Sprint(v)
+		}
+	}
+	return out, nil
+}
+
+// Env serves a function's environment (from Environment) to the
+// function's own configuration code, as its getenv, and records which
+// variables that code read. A "<Ref LogicalId>" value reads as the
+// LogicalId: a table's name stands for the table.
+type Env struct {
+	vars map[string]string
+	read map[string]bool
+}
+
+// NewEnv returns an Env over vars.
+func NewEnv(vars map[string]string) *Env {
+	return &Env{vars: vars, read: map[string]bool{}}
+}
+
+// Getenv returns the value of a variable, "" when it is not set.
+func (e *Env) Getenv(name string) string {
+	e.read[name] = true
+	v := e.vars[name]
+	if id, ok := strings.CutPrefix(v, "<Ref "); ok {
+		return strings.TrimSuffix(id, ">")
+	}
+	return v
+}
+
+// Unread returns, sorted, the variables set that Getenv was never asked
+// for.
+func (e *Env) Unread() []string {
+	var out []string
+	for name := range e.vars {
+		if !e.read[name] {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -33,7 +33,6 @@ type Writer struct {
 	status  int
 
 	declaredLength int64 // valid Content-Length of the snapshot, or -1
-	flushed        bool  // the handler flushed: the header left before the handler ended
 	sniffed        []byte
 	sniffFixed     bool // sniffed holds what net/http would have sniffed
 }
@@ -88,17 +87,12 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return w.body.Write(p)
 }
 
-// Flush is accepted and sends nothing. As with net/http, it writes the
-// header if the handler has not, the Content-Type sniffed is the one of
-// the body written so far, and the body is sent chunked.
-func (w *Writer) Flush() {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	if !w.sniffFixed {
-		w.fixSniff()
-	}
-	w.flushed = true
+// FlushError reports, through http.ResponseController, that the response
+// cannot be flushed: it is buffered until the handler returns. The error
+// matches http.ErrNotSupported. Writer implements no http.Flusher, so a
+// handler that checks for one sees none.
+func (w *Writer) FlushError() error {
+	return fmt.Errorf("idemkey: the response is buffered until the handler returns (a guarded response is sent after its commit): flushing it is %w", http.ErrNotSupported)
 }
 
 // fixSniff records the part of the body net/http would sniff a Content-Type
@@ -158,8 +152,8 @@ func (w *Writer) Result() Response {
 
 	// The trailers: what net/http collects when the handler ends, sent
 	// only when the body goes chunked, which it does without a valid
-	// Content-Length once trailers are announced, the handler flushed, or
-	// the body outgrew the server's buffer.
+	// Content-Length once trailers are announced or the body outgrew the
+	// server's buffer.
 	var declared []string
 	announced := false
 	for name := range h {
@@ -179,7 +173,7 @@ func (w *Writer) Result() Response {
 		})
 	}
 	chunked := BodyAllowedForStatus(w.status) && te != "identity" &&
-		(te != "" || w.declaredLength < 0 && (announced || w.flushed || w.body.Len() > bufferBeforeChunkingSize))
+		(te != "" || w.declaredLength < 0 && (announced || w.body.Len() > bufferBeforeChunkingSize))
 	var trailers http.Header
 	if chunked {
 		trailers = make(http.Header)

@@ -35,6 +35,9 @@ const (
 	InvalidBody   = "invalid-body"
 	InvalidRecord = "corrupt-record"
 	URITooLong    = "uri-too-long"
+	// UnkeyedUnsupported: a request without a key staged writes on a
+	// store that commits them only with a key record.
+	UnkeyedUnsupported = "unkeyed-writes-unsupported"
 )
 
 // New returns the problem document of kind with status, title and detail.

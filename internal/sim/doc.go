@@ -25,7 +25,7 @@
 //     the run.
 //   - Each process is ClaimFirst or OneTrip, with or without a cache, and
 //     takes its leases from the store or from the request's deadline
-//     (idemkey.LeaseFromDeadline). A request with a deadline is cut off at
+//     (handler.LeaseFromDeadline). A request with a deadline is cut off at
 //     it, as a Lambda invocation is: its later calls never reach DynamoDB.
 //   - Clients send each operation several times with the same key, at
 //     random moments: at once (a duplicate in flight), seconds later,

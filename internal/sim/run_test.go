@@ -22,6 +22,8 @@ import (
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/keyschema"
+	"github.com/idemkey/idemkey/internal/lease"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -148,7 +150,7 @@ func (p *proc) current() *instance {
 		o.Guard = idemkey.Options{Mode: spec.mode, Cache: cache, Now: p.now, WriteTimeout: time.Hour}
 		if spec.leaseMargin > 0 {
 			o.Lease = func(req *http.Request) time.Duration {
-				return idemkey.LeaseFromDeadline(req.Context(), spec.leaseMargin, p.now())
+				return lease.FromDeadline(req.Context(), spec.leaseMargin, p.now())
 			}
 		}
 	})
@@ -269,7 +271,7 @@ func fpOf(op *opSpec) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-func pkOf(op *opSpec) string { return dynamostore.PartitionKeyFor(op.scope, op.key) }
+func pkOf(op *opSpec) string { return keyschema.PartitionKey(op.scope, op.key) }
 
 // respBody is what every execution answers: who it is for and who made it.
 type respBody struct {

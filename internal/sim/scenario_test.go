@@ -44,7 +44,7 @@ type procSpec struct {
 	mode     idemkey.Mode
 	cacheTTL time.Duration // 0: no cache
 	// leaseMargin > 0: leases come from the request's deadline
-	// (idemkey.LeaseFromDeadline with this margin).
+	// (lease.FromDeadline with this margin).
 	leaseMargin time.Duration
 }
 

@@ -2,12 +2,25 @@
 // /payments is guarded by idemkey and writes each payment in the same
 // DynamoDB transaction as its key record. The example server, its Lambda
 // build and the reliability tests all serve this one API.
+//
+// Errors are RFC 9457 problem documents (package problem). Those of
+// idemkey's protocol (a key reused, a request in flight) carry idemkey's
+// type URIs; the API's own errors carry the type URIs under ProblemBase:
+//
+//	unauthorized       401  no "Authorization: Bearer <token>"
+//	invalid-payment    400  the body is not a valid payment
+//	not-found          404  no payment with this id for this caller
+//	not-processed      503  the request ended before the payment was processed (Retry-After)
+//	store-unavailable  503  DynamoDB could not be read or written (Retry-After)
+//	not-guarded        500  a create that reached the API without idemkey's transaction
 package paymentsapi
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,7 +36,7 @@ import (
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/problem"
+	"github.com/idemkey/idemkey/problem"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -33,6 +46,32 @@ type Payment struct {
 	Amount      int64  `json:"amount"`
 	Currency    string `json:"currency"`
 	Description string `json:"description,omitempty"`
+}
+
+// List is the answer to GET /payments: the caller's payments, oldest
+// first.
+type List struct {
+	Payments []Payment `json:"payments"`
+	Count    int       `json:"count"`
+}
+
+// ProblemBase prefixes the type URI of each problem the API reports itself
+// (the package doc lists them); a problem's name follows it.
+const ProblemBase = "https://example.com/payments/problems/"
+
+// fail answers with the API's own problem document of the given name.
+func fail(w http.ResponseWriter, status int, name, title, detail string) {
+	problem.Write(w, problem.Details{Type: ProblemBase + name, Title: title, Status: status, Detail: detail})
+}
+
+// newID returns a payment id that sorts by creation time: the millisecond
+// of t, then 80 random bits, so that listing a caller's payments in key
+// order lists them oldest first.
+func newID(t time.Time) string {
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(t.UnixMilli()))
+	stamp := base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(ms[2:])
+	return "pay_" + strings.ToLower(stamp+rand.Text()[:16])
 }
 
 // Config is the API's configuration.
@@ -119,8 +158,7 @@ func authenticate(next http.Handler) http.Handler {
 		token = strings.TrimSpace(token)
 		if !ok || token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="payments"`)
-			problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Unauthorized",
-				"Send Authorization: Bearer <token>."), 0)
+			fail(w, http.StatusUnauthorized, "unauthorized", "Unauthorized", "Send Authorization: Bearer <token>.")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ownerKey{}, OwnerOf(token))))
@@ -132,7 +170,7 @@ func authenticate(next http.Handler) http.Handler {
 func (a *app) create(w http.ResponseWriter, r *http.Request) {
 	p, err := decodePayment(r)
 	if err != nil {
-		problem.Write(w, problem.New(http.StatusBadRequest, problem.InvalidBody, "Invalid payment", err.Error()), 0)
+		fail(w, http.StatusBadRequest, "invalid-payment", "Invalid payment", err.Error())
 		return
 	}
 	if a.cfg.Latency > 0 {
@@ -142,12 +180,13 @@ func (a *app) create(w http.ResponseWriter, r *http.Request) {
 			// Cut off (deadline, hang-up): answer 503, which is not stored,
 			// so the key is released and a retry executes. An empty 200
 			// here would be stored and replayed as the payment's answer.
-			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Payment not processed",
-				"The request ended before the payment was processed; nothing was charged. Retry with the same key."), time.Second)
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "not-processed", "Payment not processed",
+				"The request ended before the payment was processed; nothing was charged. Retry with the same key.")
 			return
 		}
 	}
-	p.ID = "pay_" + strings.ToLower(rand.Text())
+	p.ID = newID(time.Now())
 	item := map[string]types.AttributeValue{
 		"owner":    &types.AttributeValueMemberS{Value: ownerFrom(r.Context())},
 		"id":       &types.AttributeValueMemberS{Value: p.ID},
@@ -165,13 +204,15 @@ func (a *app) create(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.Unguarded {
 		_, err := a.client.PutItem(r.Context(), &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression})
 		if err != nil {
-			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "The payment was not saved."), time.Second)
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "The payment was not saved.")
 			return
 		}
 	} else {
 		tx, ok := txn.FromContext(r.Context())
 		if !ok {
-			http.Error(w, "payments must be created through idemkey", http.StatusInternalServerError)
+			fail(w, http.StatusInternalServerError, "not-guarded", "Payment not created",
+				"The API is misconfigured: payments must be created through idemkey.")
 			return
 		}
 		tx.Put(put)
@@ -227,11 +268,12 @@ func (a *app) get(w http.ResponseWriter, r *http.Request) {
 		},
 	})
 	if err != nil {
-		problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "Payments cannot be read right now."), time.Second)
+		w.Header().Set("Retry-After", "1")
+		fail(w, http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "Payments cannot be read right now.")
 		return
 	}
 	if out.Item == nil {
-		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "Payment not found", "No payment with this id exists for this caller."), 0)
+		fail(w, http.StatusNotFound, "not-found", "Payment not found", "No payment with this id exists for this caller.")
 		return
 	}
 	writeJSON(w, http.StatusOK, paymentOf(out.Item))
@@ -248,7 +290,8 @@ func (a *app) list(w http.ResponseWriter, r *http.Request) {
 	for {
 		out, err := a.client.Query(r.Context(), in)
 		if err != nil {
-			problem.Write(w, problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Store unavailable", "Payments cannot be read right now."), time.Second)
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "Payments cannot be read right now.")
 			return
 		}
 		for _, item := range out.Items {
@@ -259,7 +302,7 @@ func (a *app) list(w http.ResponseWriter, r *http.Request) {
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"payments": payments, "count": len(payments)})
+	writeJSON(w, http.StatusOK, List{Payments: payments, Count: len(payments)})
 }
 
 func paymentOf(item map[string]types.AttributeValue) Payment {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,6 +31,13 @@ func newAPI(t *testing.T, latency time.Duration) *api {
 		Retention: time.Hour, Lease: time.Minute, Latency: latency,
 	}
 	require.NoError(t, EnsureTables(context.Background(), ep.Client, cfg))
+	t.Cleanup(func() {
+		for _, table := range []string{cfg.KeyTable, cfg.PaymentTable} {
+			if _, err := ep.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}); err != nil {
+				t.Errorf("deleting %s: %v", table, err)
+			}
+		}
+	})
 	srv := httptest.NewServer(NewHandler(ep.Client, cfg))
 	t.Cleanup(srv.Close)
 	return &api{t: t, srv: srv}

@@ -45,10 +45,6 @@ func Handlers() map[string]http.HandlerFunc {
 			w.Header().Set("Content-Encoding", "x-custom")
 			_, _ = io.WriteString(w, html)
 		},
-		"flushed before the body: nothing to sniff": func(w http.ResponseWriter, r *http.Request) {
-			w.(http.Flusher).Flush()
-			_, _ = io.WriteString(w, html)
-		},
 		"declared trailer": func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			w.Header().Set("Trailer", "X-Checksum, X-Missing")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/internal/ddbtest"
-	"github.com/idemkey/idemkey/internal/lambdart"
+	"github.com/idemkey/idemkey/lambda/lambdatest"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -26,7 +26,7 @@ import (
 type e2e struct {
 	t         *testing.T
 	bootstrap string
-	rt        *lambdart.Runtime
+	rt        *lambdatest.Runtime
 	ep        *localstack.Endpoint
 	cfg       paymentsapi.Config
 }
@@ -40,42 +40,51 @@ func newE2E(t *testing.T) *e2e {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 
-	rt, err := lambdart.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = rt.Close() })
 	ep := localstack.ForTest(t)
 	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments")}
 	require.NoError(t, paymentsapi.EnsureTables(context.Background(), ep.Client, cfg))
 	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
 		ddbtest.DeleteOnCleanup(t, ep.Client, name)
 	}
-	return &e2e{t: t, bootstrap: bootstrap, rt: rt, ep: ep, cfg: cfg}
+	e := &e2e{t: t, bootstrap: bootstrap, ep: ep, cfg: cfg}
+	e.rt = e.runtime(30 * time.Second)
+	return e
 }
 
-// start runs a fresh execution environment: the bootstrap process.
-func (e *e2e) start(extraEnv ...string) *exec.Cmd {
+// runtime starts a local Lambda Runtime API for a function with the given
+// timeout.
+func (e *e2e) runtime(timeout time.Duration) *lambdatest.Runtime {
+	e.t.Helper()
+	rt, err := lambdatest.Start(func(o *lambdatest.Options) { o.FunctionName = "payments"; o.Timeout = timeout })
+	require.NoError(e.t, err)
+	e.t.Cleanup(func() { _ = rt.Close() })
+	return rt
+}
+
+// start runs a fresh execution environment: the bootstrap process, polling
+// rt.
+func (e *e2e) start(rt *lambdatest.Runtime, extraEnv ...string) *exec.Cmd {
 	e.t.Helper()
 	cmd := exec.Command(e.bootstrap)
-	cmd.Env = append([]string{
-		"AWS_LAMBDA_RUNTIME_API=" + e.rt.Addr,
-		"AWS_LAMBDA_FUNCTION_NAME=payments", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256", "AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
-		"AWS_ENDPOINT_URL_DYNAMODB=" + e.ep.URL,
-		"AWS_REGION=" + e.ep.Config().Region,
-		"AWS_ACCESS_KEY_ID=" + localstack.LocalAccessKeyID, "AWS_SECRET_ACCESS_KEY=" + localstack.LocalSecretAccessKey,
+	cmd.Env = append(append(rt.Env(),
+		"AWS_ENDPOINT_URL_DYNAMODB="+e.ep.URL,
+		"AWS_REGION="+e.ep.Config().Region,
+		"AWS_ACCESS_KEY_ID="+localstack.LocalAccessKeyID, "AWS_SECRET_ACCESS_KEY="+localstack.LocalSecretAccessKey,
 		"AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=" + filepath.Join(e.t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(e.t.TempDir(), "none"),
-		"KEY_TABLE=" + e.cfg.KeyTable, "PAYMENT_TABLE=" + e.cfg.PaymentTable,
-		"PATH=" + os.Getenv("PATH"),
-	}, extraEnv...)
+		"AWS_CONFIG_FILE="+filepath.Join(e.t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(e.t.TempDir(), "none"),
+		"KEY_TABLE="+e.cfg.KeyTable, "PAYMENT_TABLE="+e.cfg.PaymentTable,
+		"PATH="+os.Getenv("PATH"),
+	), extraEnv...)
 	cmd.Stderr = os.Stderr
 	require.NoError(e.t, cmd.Start())
 	e.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd
 }
 
-func (e *e2e) invoke(key, body string, timeout time.Duration) (events.APIGatewayV2HTTPResponse, error) {
+// invoke sends a POST /payments to the function polling rt.
+func (e *e2e) invoke(rt *lambdatest.Runtime, key, body string) (events.APIGatewayV2HTTPResponse, error) {
 	e.t.Helper()
-	res, err := e.rt.Invoke(event(e.t, "POST", "/payments", key, body), timeout)
+	res, err := rt.Invoke(context.Background(), event(e.t, "POST", "/payments", key, body))
 	if err != nil {
 		return events.APIGatewayV2HTTPResponse{}, err
 	}
@@ -94,16 +103,31 @@ func (e *e2e) payments() int {
 
 func TestBootstrapReplaysAcrossInvocations(t *testing.T) {
 	e := newE2E(t)
-	e.start()
+	e.start(e.rt)
 	body := `{"amount":4200,"currency":"EUR"}`
-	first, err := e.invoke("e2e-1", body, 30*time.Second)
+	first, err := e.invoke(e.rt, "e2e-1", body)
 	require.NoError(t, err)
 	require.Equal(t, 201, first.StatusCode, first.Body)
-	second, err := e.invoke("e2e-1", body, 30*time.Second)
+	second, err := e.invoke(e.rt, "e2e-1", body)
 	require.NoError(t, err)
 	assert.Equal(t, 201, second.StatusCode)
 	assert.Equal(t, "true", second.Headers["Idempotent-Replayed"])
 	assert.JSONEq(t, first.Body, second.Body)
+	assert.Equal(t, 1, e.payments())
+}
+
+// CREATE_TABLES=true is how the function runs on a laptop: against an
+// emulator that starts empty, it creates its tables before serving.
+func TestBootstrapCreatesItsMissingTablesWhenAskedTo(t *testing.T) {
+	e := newE2E(t)
+	e.cfg = paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments")}
+	for _, name := range []string{e.cfg.KeyTable, e.cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, e.ep.Client, name)
+	}
+	e.start(e.rt, "CREATE_TABLES=true")
+	resp, err := e.invoke(e.rt, "e2e-3", `{"amount":1,"currency":"EUR"}`)
+	require.NoError(t, err)
+	assert.Equal(t, 201, resp.StatusCode, resp.Body)
 	assert.Equal(t, 1, e.payments())
 }
 
@@ -115,20 +139,21 @@ func TestBootstrapReplaysAcrossInvocations(t *testing.T) {
 // frees the key.
 func TestKeyOfAnInvocationKilledAtItsDeadlineIsReclaimedByTheNext(t *testing.T) {
 	e := newE2E(t)
-	slow := e.start("LATENCY=1m")
-	body := `{"amount":99,"currency":"USD"}`
 	const timeout = 2 * time.Second
+	short := e.runtime(timeout) // the function's timeout for the first invocation
+	slow := e.start(short, "LATENCY=1m")
+	body := `{"amount":99,"currency":"USD"}`
 	start := time.Now()
 	go func() {
 		time.Sleep(timeout - 300*time.Millisecond)
 		_ = slow.Process.Kill()
 	}()
-	_, err := e.invoke("e2e-2", body, timeout)
-	require.ErrorIs(t, err, lambdart.ErrDeadline)
+	_, err := e.invoke(short, "e2e-2", body)
+	require.ErrorIs(t, err, lambdatest.ErrTimeout)
 	_ = slow.Wait()
 
-	e.start() // a fresh execution environment
-	early, err := e.invoke("e2e-2", body, 30*time.Second)
+	e.start(e.rt) // a fresh execution environment
+	early, err := e.invoke(e.rt, "e2e-2", body)
 	require.NoError(t, err)
 	if time.Since(start) >= timeout+5*time.Second {
 		t.Fatalf("the restart took %v, longer than the dead claim's lease: cannot observe the 409", time.Since(start))
@@ -137,14 +162,14 @@ func TestKeyOfAnInvocationKilledAtItsDeadlineIsReclaimedByTheNext(t *testing.T) 
 
 	var final events.APIGatewayV2HTTPResponse
 	require.Eventually(t, func() bool {
-		final, err = e.invoke("e2e-2", body, 30*time.Second)
+		final, err = e.invoke(e.rt, "e2e-2", body)
 		return err == nil && final.StatusCode != 409
 	}, 30*time.Second, 250*time.Millisecond)
 	assert.Equal(t, 201, final.StatusCode, final.Body)
 	assert.Empty(t, final.Headers["Idempotent-Replayed"], "the dead invocation committed nothing: this one executes")
 	assert.Equal(t, 1, e.payments(), "exactly one payment")
 
-	again, err := e.invoke("e2e-2", body, 30*time.Second)
+	again, err := e.invoke(e.rt, "e2e-2", body)
 	require.NoError(t, err)
 	assert.Equal(t, "true", again.Headers["Idempotent-Replayed"])
 }

@@ -4,7 +4,8 @@
 // front door: every POST /payments is guarded by idemkey exactly as behind
 // net/http.
 //
-// It creates no tables. Configuration, from the environment:
+// It creates no tables unless CREATE_TABLES says so. Configuration, from
+// the environment:
 //
 //	KEY_TABLE      the idempotency key table (required)
 //	PAYMENT_TABLE  the payments table (required)
@@ -15,18 +16,33 @@
 //	               after, while a live invocation's key is never reclaimed
 //	LATENCY        simulated payment-processor latency inside the handler,
 //	               a Go duration (default none; for tests and demos)
+//	CREATE_TABLES  "true": create both tables at start when they are
+//	               missing (key table with TTL on, both on-demand), for
+//	               runs on a laptop against an emulator; a deployed
+//	               stack's template creates its tables
+//
+// The caller (the owner of its payments, and the idempotency scope) is the
+// identity an API Gateway authorizer verified, when the route has one: for
+// a JWT authorizer, the token's sub claim. Without one, the bearer token
+// itself is the caller, whatever it is: fine for a demo, not for
+// production (the example's SAM template adds a JWT authorizer when its
+// JwtIssuer parameter is set).
 //
 // The DynamoDB client comes from the SDK's default configuration, so the
 // usual variables apply: AWS_REGION, credentials, and
 // AWS_ENDPOINT_URL_DYNAMODB for DynamoDB Local or LocalStack.
 //
 // Build it for provided.al2023 with scripts/build-lambda.sh (a static
-// bootstrap, -tags lambda.norpc).
+// bootstrap, -tags lambda.norpc). On a laptop, run it against the
+// DynamoDB emulator (command localstack/cmd/emulator) and a local Lambda
+// Runtime API (command lambda/lambdatest/cmd/runtimeapi), with
+// CREATE_TABLES=true.
 package main
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -55,7 +71,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "payments-lambda: AWS configuration:", err)
 		os.Exit(1)
 	}
-	lambda.Start(newFunction(dynamodb.NewFromConfig(awsCfg), cfg))
+	client := dynamodb.NewFromConfig(awsCfg)
+	if os.Getenv("CREATE_TABLES") == "true" {
+		if err := paymentsapi.EnsureTables(ctx, client, cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "payments-lambda: creating the tables:", err)
+			os.Exit(1)
+		}
+	}
+	lambda.Start(newFunction(client, cfg))
 }
 
 // newFunction returns the function: the payments API behind the HTTP API
@@ -65,7 +88,23 @@ func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc 
 		// The lease follows the invocation: its remaining time plus a margin.
 		cfg.LeaseFromRequest = handler.LeaseFromDeadline(idemlambda.DefaultLeaseMargin)
 	}
-	return idemlambda.NewAPIGatewayV2(paymentsapi.NewHandler(client, cfg))
+	return idemlambda.NewAPIGatewayV2(verifiedCaller(paymentsapi.NewHandler(client, cfg)))
+}
+
+// verifiedCaller passes on, in place of the bearer token, the identity
+// API Gateway verified when the route has an authorizer (lambda.Scope:
+// "jwt:" and the token's sub claim behind a JWT authorizer). The API
+// hashes the bearer token into the caller, so it then sees one caller per
+// subject, whose payments and keys survive the refresh of its token.
+// Without an authorizer the request passes unchanged.
+func verifiedCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if caller, err := idemlambda.Scope(r); err == nil {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+caller)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // configFrom reads the configuration from the environment.

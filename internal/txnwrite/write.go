@@ -1,4 +1,8 @@
-package txn
+// Package txnwrite executes the commit transaction: the key record (the
+// fence) and the staged writes of a txn.Tx in one TransactWriteItems, with
+// bounded retries of conflicts and DynamoDB's cancellation reasons mapped
+// to package txn's typed errors.
+package txnwrite
 
 import (
 	"context"
@@ -12,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/idemkey/idemkey/internal/backoff"
+	"github.com/idemkey/idemkey/txn"
 )
 
 // Client is the DynamoDB call Write makes.
@@ -21,17 +26,23 @@ type Client interface {
 
 var _ Client = (*dynamodb.Client)(nil)
 
-// Options tune Write's retries of transaction conflicts and throttling
-// cancellations. The zero value of each field selects its default.
-type Options struct {
-	// MaxAttempts bounds the attempts of one Write (default 4).
-	MaxAttempts int
-	// BaseDelay is the backoff before the second attempt (default 20ms); it
-	// doubles per attempt up to MaxDelay (default 400ms), with full jitter.
-	BaseDelay, MaxDelay time.Duration
+// Options are package txn's.
+type Options = txn.Options
+
+// ErrFenceFailed is matched by *FenceError.
+var ErrFenceFailed = errors.New("txn: fence condition failed")
+
+// FenceError reports that the fence failed its condition. Item is the
+// fence item as DynamoDB returned it (ReturnValuesOnConditionCheckFailure),
+// nil when it was absent or not returned.
+type FenceError struct {
+	Item map[string]types.AttributeValue
 }
 
-func (o *Options) defaults() {
+func (e *FenceError) Error() string   { return ErrFenceFailed.Error() }
+func (e *FenceError) Is(t error) bool { return t == ErrFenceFailed }
+
+func defaults(o *Options) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 4
 	}
@@ -52,26 +63,40 @@ func (o *Options) defaults() {
 // throttling), when nothing was applied.
 //
 // Errors: *FenceError when the fence's condition failed,
-// *ConditionFailedError for a staged action's, *ConflictError after
-// MaxAttempts conflicts, *ValidationError, *CanceledError, an error
-// matching ErrTokenMismatch when DynamoDB refused a reused token, an error
-// matching ErrTooManyActions without calling DynamoDB, or the SDK's error
+// *txn.ConditionFailedError for a staged action's, *txn.ConflictError after
+// MaxAttempts conflicts, *txn.ValidationError, *txn.CanceledError, an error
+// matching txn.ErrTokenMismatch when DynamoDB refused a reused token, an error
+// matching txn.ErrTooManyActions without calling DynamoDB, or the SDK's error
 // (wrapped) when the call itself failed or DynamoDB answered
 // TransactionInProgressException (the attempt is still being applied); in
 // that last case the outcome is unknown and the caller must find out from
 // the fence item.
-func Write(ctx context.Context, client Client, fence types.TransactWriteItem, effects []types.TransactWriteItem, token func(attempt int) string, optFns ...func(*Options)) error {
-	var o Options
-	for _, fn := range optFns {
-		fn(&o)
-	}
-	o.defaults()
-	if n := 1 + len(effects); n > MaxActions {
-		return fmt.Errorf("%w: %d actions (the key record and %d staged), DynamoDB allows %d", ErrTooManyActions, n, len(effects), MaxActions)
+func Write(ctx context.Context, client Client, fence types.TransactWriteItem, effects []types.TransactWriteItem, token func(attempt int) string, o Options) error {
+	if n := 1 + len(effects); n > txn.MaxActions {
+		return fmt.Errorf("%w: %d actions (the key record and %d staged), DynamoDB allows %d", txn.ErrTooManyActions, n, len(effects), txn.MaxActions)
 	}
 	items := make([]types.TransactWriteItem, 0, 1+len(effects))
 	items = append(items, fence)
 	items = append(items, effects...)
+	return write(ctx, client, items, 1, token, o)
+}
+
+// WriteStaged commits effects alone, without a fence, in one
+// TransactWriteItems: the writes of a request that carries no key. The
+// SDK gives the call a ClientRequestToken of its own, repeated on its
+// retries. Errors are Write's, without *FenceError; a
+// *txn.ConditionFailedError's Index counts from the first effect.
+func WriteStaged(ctx context.Context, client Client, effects []types.TransactWriteItem, o Options) error {
+	if n := len(effects); n > txn.MaxActions {
+		return fmt.Errorf("%w: %d staged actions, DynamoDB allows %d", txn.ErrTooManyActions, n, txn.MaxActions)
+	}
+	return write(ctx, client, effects, 0, nil, o)
+}
+
+// write runs the attempts of one transaction of items, whose first fenced
+// (0 or 1) items are the fence.
+func write(ctx context.Context, client Client, items []types.TransactWriteItem, fenced int, token func(attempt int) string, o Options) error {
+	defaults(&o)
 
 	for attempt := 0; ; attempt++ {
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
@@ -82,12 +107,12 @@ func Write(ctx context.Context, client Client, fence types.TransactWriteItem, ef
 		if err == nil {
 			return nil
 		}
-		mapped, retry := classify(err, items)
+		mapped, retry := classify(err, items, fenced)
 		if !retry {
 			return mapped
 		}
 		if attempt+1 >= o.MaxAttempts {
-			var conflict *ConflictError
+			var conflict *txn.ConflictError
 			if errors.As(mapped, &conflict) {
 				conflict.Attempts = attempt + 1
 			}
@@ -105,54 +130,54 @@ func delay(o Options, attempt int) time.Duration {
 
 // classify maps a TransactWriteItems error and says whether a new attempt
 // may succeed.
-func classify(err error, items []types.TransactWriteItem) (mapped error, retry bool) {
+func classify(err error, items []types.TransactWriteItem, fenced int) (mapped error, retry bool) {
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		return classifyReasons(tce.CancellationReasons, items)
+		return classifyReasons(tce.CancellationReasons, items, fenced)
 	}
 	var mismatch *types.IdempotentParameterMismatchException
 	if errors.As(err, &mismatch) {
-		return fmt.Errorf("%w: %w", ErrTokenMismatch, err), false
+		return fmt.Errorf("%w: %w", txn.ErrTokenMismatch, err), false
 	}
 	// TransactionInProgressException (a transaction with this token is
 	// still being applied) falls through: its outcome is unknown, like a
 	// timeout's, and a new attempt under a new token could not tell.
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
-		return &ValidationError{Index: -1, Message: api.ErrorMessage(), Err: err}, false
+		return &txn.ValidationError{Index: -1, Message: api.ErrorMessage(), Err: err}, false
 	}
 	return fmt.Errorf("txn: TransactWriteItems: %w", err), false
 }
 
-func classifyReasons(reasons []types.CancellationReason, items []types.TransactWriteItem) (error, bool) {
+func classifyReasons(reasons []types.CancellationReason, items []types.TransactWriteItem, fenced int) (error, bool) {
 	var retryable error
 	var other bool
 	for i, r := range reasons {
 		switch aws.ToString(r.Code) {
 		case "", "None":
 		case "ConditionalCheckFailed":
-			if i == 0 {
+			if i < fenced {
 				return &FenceError{Item: r.Item}, false
 			}
-			cf := &ConditionFailedError{Index: i - 1, Item: r.Item, Message: aws.ToString(r.Message)}
+			cf := &txn.ConditionFailedError{Index: i - fenced, Item: r.Item, Message: aws.ToString(r.Message)}
 			if i < len(items) {
 				cf.Action = items[i]
 			}
 			return cf, false
 		case "ValidationError":
-			return &ValidationError{Index: i - 1, Message: aws.ToString(r.Message)}, false
+			return &txn.ValidationError{Index: i - fenced, Message: aws.ToString(r.Message)}, false
 		case "TransactionConflict":
-			retryable = &ConflictError{}
+			retryable = &txn.ConflictError{}
 		case "ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded":
 			if retryable == nil {
-				retryable = &CanceledError{Reasons: reasons}
+				retryable = &txn.CanceledError{Reasons: reasons}
 			}
 		default:
 			other = true
 		}
 	}
 	if other || retryable == nil {
-		return &CanceledError{Reasons: reasons}, false
+		return &txn.CanceledError{Reasons: reasons}, false
 	}
 	return retryable, true
 }

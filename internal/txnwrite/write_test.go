@@ -1,4 +1,4 @@
-package txn
+package txnwrite
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/txn"
 )
 
 // scripted answers TransactWriteItems from a list of errors; it stands in
@@ -51,7 +53,7 @@ func effects(n int) []types.TransactWriteItem {
 
 func token(attempt int) string { return "tok-" + string(rune('0'+attempt)) }
 
-func fast(o *Options) { o.BaseDelay = 1; o.MaxDelay = 1 }
+var fast = Options{BaseDelay: 1, MaxDelay: 1}
 
 func TestWriteMapsCancellationReasons(t *testing.T) {
 	cases := []struct {
@@ -65,24 +67,24 @@ func TestWriteMapsCancellationReasons(t *testing.T) {
 			assert.ErrorIs(t, err, ErrFenceFailed)
 		}},
 		{"staged condition", canceled("None", "None", "ConditionalCheckFailed"), func(t *testing.T, err error) {
-			var cf *ConditionFailedError
+			var cf *txn.ConditionFailedError
 			require.ErrorAs(t, err, &cf)
 			assert.Equal(t, 1, cf.Index, "index among the staged actions")
 			assert.Equal(t, "effects", aws.ToString(cf.Action.Put.TableName))
 			assert.Contains(t, err.Error(), "staged action 1 (Put effects)")
 		}},
 		{"validation reason", canceled("None", "ValidationError", "None"), func(t *testing.T, err error) {
-			var ve *ValidationError
+			var ve *txn.ValidationError
 			require.ErrorAs(t, err, &ve)
 			assert.Equal(t, 0, ve.Index)
 		}},
 		{"size limit", canceled("None", "ItemCollectionSizeLimitExceeded", "None"), func(t *testing.T, err error) {
-			var ce *CanceledError
+			var ce *txn.CanceledError
 			assert.ErrorAs(t, err, &ce)
-			assert.ErrorIs(t, err, ErrCanceled)
+			assert.ErrorIs(t, err, txn.ErrCanceled)
 		}},
 		{"plain failure", errors.New("connection reset"), func(t *testing.T, err error) {
-			assert.NotErrorIs(t, err, ErrCanceled)
+			assert.NotErrorIs(t, err, txn.ErrCanceled)
 			assert.Contains(t, err.Error(), "connection reset")
 		}},
 	}
@@ -104,8 +106,8 @@ func TestWriteRetriesConflictsAndThrottlingWithNewTokens(t *testing.T) {
 
 func TestWriteGivesUpAfterMaxAttempts(t *testing.T) {
 	s := &scripted{errs: []error{canceled("TransactionConflict"), canceled("TransactionConflict"), canceled("TransactionConflict")}}
-	err := Write(context.Background(), s, fence, nil, token, fast, func(o *Options) { o.MaxAttempts = 3 })
-	var ce *ConflictError
+	err := Write(context.Background(), s, fence, nil, token, Options{BaseDelay: 1, MaxDelay: 1, MaxAttempts: 3})
+	var ce *txn.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 3, ce.Attempts)
 	assert.Len(t, s.tokens, 3)
@@ -115,14 +117,37 @@ func TestWriteStopsRetryingWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := &scripted{errs: []error{canceled("TransactionConflict")}}
-	err := Write(ctx, s, fence, nil, token, func(o *Options) { o.BaseDelay = 1 << 40; o.MaxDelay = 1 << 40 })
+	err := Write(ctx, s, fence, nil, token, Options{BaseDelay: 1 << 40, MaxDelay: 1 << 40})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
 func TestWriteRejectsMoreThanMaxActionsWithoutCalling(t *testing.T) {
 	s := &scripted{}
-	assert.NoError(t, Write(context.Background(), s, fence, effects(MaxActions-1), token))
-	err := Write(context.Background(), s, fence, effects(MaxActions), token)
-	assert.ErrorIs(t, err, ErrTooManyActions)
+	assert.NoError(t, Write(context.Background(), s, fence, effects(txn.MaxActions-1), token, Options{}))
+	err := Write(context.Background(), s, fence, effects(txn.MaxActions), token, Options{})
+	assert.ErrorIs(t, err, txn.ErrTooManyActions)
 	assert.Len(t, s.tokens, 1)
+}
+
+func TestWriteStagedCountsItsActionsFromTheFirstEffect(t *testing.T) {
+	s := &scripted{errs: []error{canceled("None", "ConditionalCheckFailed")}}
+	err := WriteStaged(context.Background(), s, effects(2), fast)
+	var cf *txn.ConditionFailedError
+	require.ErrorAs(t, err, &cf, "without a fence, no reason is the fence's")
+	assert.Equal(t, 1, cf.Index)
+	assert.Equal(t, []string{""}, s.tokens, "the SDK picks the token")
+
+	s = &scripted{errs: []error{canceled("ConditionalCheckFailed", "None")}}
+	err = WriteStaged(context.Background(), s, effects(2), fast)
+	require.ErrorAs(t, err, &cf)
+	assert.Equal(t, 0, cf.Index)
+	assert.NotErrorIs(t, err, ErrFenceFailed)
+}
+
+func TestWriteStagedTakesUpToMaxActionsEffects(t *testing.T) {
+	s := &scripted{}
+	assert.NoError(t, WriteStaged(context.Background(), s, effects(txn.MaxActions), Options{}))
+	err := WriteStaged(context.Background(), s, effects(txn.MaxActions+1), Options{})
+	assert.ErrorIs(t, err, txn.ErrTooManyActions)
+	assert.Len(t, s.tokens, 1, "the refused call was not made")
 }

@@ -1,0 +1,49 @@
+package idemkey
+
+import (
+	"context"
+	"errors"
+
+	"github.com/idemkey/idemkey/txn"
+)
+
+// ErrUnkeyedUnsupported reports writes staged by a request without a key
+// on a store that commits staged writes only with a key record. Nothing
+// was written.
+var ErrUnkeyedUnsupported = errors.New("idemkey: this store commits staged writes only with an idempotency key")
+
+// unkeyedStore is what CommitUnkeyed needs of a store.
+type unkeyedStore interface {
+	CommitStaged(ctx context.Context, tx *txn.Tx) error
+}
+
+// CommitUnkeyed commits the writes staged on tx by a request that carries
+// no key (a method the front door does not guard, or an optional key left
+// out), so that a handler's code never depends on whether its request
+// carried one. They are written in one TransactWriteItems without a key
+// record: all or none, but nothing remembers the request, so a retry
+// executes again. Nothing is written, and there is no call, when tx holds
+// no writes or when ShouldStore rejects resp (a 5xx answer by default:
+// as for a keyed request, its staged writes are discarded).
+//
+// The write runs detached from ctx, bounded by WriteTimeout. Its errors
+// are those of Do's commit: a *txn.ConditionFailedError when a staged
+// condition failed, *UnavailableError (ErrUnavailable) for a transient
+// fault, whose outcome may be unknown, a *PermanentError for one a retry
+// meets again, and ErrUnkeyedUnsupported, without any call, when the
+// store cannot commit writes without a key (a multiregion.Store).
+func (g *Guard) CommitUnkeyed(ctx context.Context, tx *txn.Tx, resp Response) error {
+	if tx.Len() == 0 || !g.opts.ShouldStore(resp) {
+		return nil
+	}
+	s, ok := g.store.(unkeyedStore)
+	if !ok {
+		return ErrUnkeyedUnsupported
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
+	defer cancel()
+	if err := s.CommitStaged(wctx, tx); err != nil {
+		return g.storeErr(err, tx)
+	}
+	return nil
+}
