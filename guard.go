@@ -94,6 +94,13 @@ type Options struct {
 	// with its own time, not what is left of WriteTimeout: a commit that
 	// used up its write timeout is still confirmed (default 5s).
 	ConfirmTimeout time.Duration
+	// Observer receives the Event of every request (see Observer).
+	// Default: none, and the Guard measures nothing.
+	Observer Observer
+	// FrontDoor names what serves the Guard's requests in their Events
+	// when the request's context names nothing (WithFrontDoor). Front
+	// doors set it: package handler to FrontDoorHTTP.
+	FrontDoor string
 }
 
 // Guard runs the protocol over a Store. It is safe for concurrent use.
@@ -171,54 +178,87 @@ type Result struct {
 // dynamostore.ErrInvalidRequest, dynamostore.ErrCorruptRecord, or the
 // error fn returned (the key was released). A panic in fn releases the key
 // and is re-raised.
+//
+// With an Observer, Do reports one Event per call, a panic of fn
+// included, before it returns.
 func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
+	var pr probe
+	ctx, p := g.begin(ctx, g.opts.Mode.String(), &req, &pr)
+	if p == nil {
+		res, _, err := g.do(ctx, req, fn, nil)
+		return res, err
+	}
+	finished := false
+	defer func() {
+		if !finished { // fn panicked (or called runtime.Goexit)
+			p.finish(ctx, OutcomeExecutedReleased, nil, errPanicked)
+		}
+	}()
+	res, outcome, err := g.do(ctx, req, fn, p)
+	finished = true
+	p.finish(ctx, outcome, res, err)
+	return res, err
+}
+
+// do is Do, measured by p (nil: not measured). outcome, when not empty,
+// is the request's outcome where res and err do not tell it.
+func (g *Guard) do(ctx context.Context, req Request, fn Func, p *probe) (res *Result, outcome Outcome, err error) {
 	if c := g.opts.Cache; c != nil {
 		resp, hit, mismatch := c.lookup(req.Scope, req.Key, req.Fingerprint, g.opts.Now())
 		switch {
 		case mismatch:
-			return nil, ErrMismatch
+			p.done(PhaseClaim)
+			return nil, "", ErrMismatch
 		case hit:
-			return &Result{Response: resp, Replayed: true, Stored: true}, nil
+			p.done(PhaseClaim)
+			return &Result{Response: resp, Replayed: true, Stored: true}, OutcomeReplayFromCache, nil
 		}
 	}
 	if g.opts.Mode == OneTrip {
-		return g.doOneTrip(ctx, req, fn)
+		return g.doOneTrip(ctx, req, fn, p)
 	}
+	p.call()
 	claim, err := g.store.Claim(ctx, req)
+	p.done(PhaseClaim)
 	if err != nil {
-		return nil, g.storeErr(err, nil)
+		return nil, "", g.storeErr(err, nil)
 	}
 	if res, err, done := g.answered(claim); done {
-		return res, err
+		return res, "", err
 	}
 
 	tx := txn.New()
-	resp, err := g.run(ctx, tx, fn, func() { _ = g.release(ctx, claim) })
+	resp, err := g.run(ctx, tx, fn, func() { _ = g.release(ctx, claim, p) })
+	p.done(PhaseRun)
+	p.staged(tx)
 	if err != nil {
-		g.release(ctx, claim)
-		return nil, err
+		g.release(ctx, claim, p)
+		return nil, OutcomeExecutedReleased, err
 	}
 	if !g.opts.ShouldStore(resp) {
-		g.release(ctx, claim)
-		return &Result{Response: resp}, nil
+		g.release(ctx, claim, p)
+		return &Result{Response: resp}, "", nil
 	}
 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
+	p.call()
 	rec, err := g.store.Commit(wctx, claim, resp, tx)
+	defer p.done(PhaseCommit) // the confirmation and the release count as the commit's
 	switch {
 	case err == nil:
 		g.remember(rec)
-		return &Result{Response: resp, Stored: true}, nil
+		return &Result{Response: resp, Stored: true}, "", nil
 	case errors.Is(err, dynamostore.ErrLockLost):
-		return nil, ErrLockLost
+		return nil, "", ErrLockLost
 	}
 	var se *dynamostore.StoreError
 	if errors.As(err, &se) {
-		return g.confirmCommit(ctx, claim, resp, g.storeErr(err, tx))
+		res, err := g.confirmCommit(ctx, claim, resp, g.storeErr(err, tx), p)
+		return res, "", err
 	}
-	g.release(ctx, claim)
-	return nil, g.storeErr(err, tx)
+	g.release(ctx, claim, p)
+	return nil, "", g.storeErr(err, tx)
 }
 
 // confirmCommit answers a request whose commit failed ambiguously with
@@ -226,9 +266,9 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 // learn whether the commit was applied. Not applied, the key is released
 // (a retry executes again); when that cannot be established, the lock
 // stays until its lease ends.
-func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, resp Response, unavailable error) (*Result, error) {
+func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, resp Response, unavailable error, p *probe) (*Result, error) {
 	for range 2 {
-		rec, gerr := g.confirm(ctx, claim.Record.Scope, claim.Record.Key)
+		rec, gerr := g.confirm(ctx, claim.Record.Scope, claim.Record.Key, p)
 		switch {
 		case gerr != nil || rec.LockToken != claim.Record.LockToken:
 			return nil, unavailable // unreadable, or no record of this claim
@@ -239,7 +279,7 @@ func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, res
 		// In progress under this claim's lock: not applied when read. The
 		// release is fenced: it fails when the commit landed since, which
 		// the next read finds.
-		if !errors.Is(g.release(ctx, claim), dynamostore.ErrLockLost) {
+		if !errors.Is(g.release(ctx, claim, p), dynamostore.ErrLockLost) {
 			return nil, unavailable
 		}
 	}
@@ -248,7 +288,8 @@ func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, res
 
 // confirm reads the record of (scope, key) with its own ConfirmTimeout,
 // detached from ctx.
-func (g *Guard) confirm(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
+func (g *Guard) confirm(ctx context.Context, scope, key string, p *probe) (*dynamostore.Record, error) {
+	p.call()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.ConfirmTimeout)
 	defer cancel()
 	return g.store.Get(cctx, scope, key)
@@ -269,42 +310,46 @@ func (g *Guard) answered(claim *dynamostore.Claim) (res *Result, err error, done
 }
 
 // doOneTrip runs fn first, then claims and commits in one call.
-func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func) (*Result, error) {
+func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (*Result, Outcome, error) {
 	tx := txn.New()
 	resp, err := g.run(ctx, tx, fn, func() {})
+	p.done(PhaseRun)
+	p.staged(tx)
 	if err != nil {
-		return nil, err
+		return nil, OutcomeExecutedReleased, err
 	}
 	if !g.opts.ShouldStore(resp) {
-		return &Result{Response: resp}, nil
+		return &Result{Response: resp}, "", nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
+	p.call()
 	claim, err := g.store.(oneTripStore).CommitFirst(wctx, req, resp, tx)
+	defer p.done(PhaseCommit)
 	if err != nil {
 		var se *dynamostore.StoreError
 		if errors.As(err, &se) {
 			// The write may have landed: look before answering.
-			rec, gerr := g.confirm(ctx, req.Scope, req.Key)
+			rec, gerr := g.confirm(ctx, req.Scope, req.Key, p)
 			switch {
 			case gerr != nil || rec.State != dynamostore.StateCompleted:
 			case se.LockToken != "" && rec.LockToken == se.LockToken:
 				// This write landed: its answer is this execution's.
 				g.remember(rec)
-				return &Result{Response: resp, Stored: true}, nil
+				return &Result{Response: resp, Stored: true}, "", nil
 			case fingerprint.Equal(rec.Fingerprint, req.Fingerprint):
 				// A twin's write for the same request: a replay.
 				g.remember(rec)
-				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, nil
+				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, "", nil
 			}
 		}
-		return nil, g.storeErr(err, tx)
+		return nil, "", g.storeErr(err, tx)
 	}
 	if res, err, done := g.answered(claim); done {
-		return res, err
+		return res, "", err
 	}
 	g.remember(claim.Record)
-	return &Result{Response: resp, Stored: true}, nil
+	return &Result{Response: resp, Stored: true}, "", nil
 }
 
 func (g *Guard) remember(rec *dynamostore.Record) {
@@ -333,7 +378,8 @@ func (g *Guard) run(ctx context.Context, tx *txn.Tx, fn Func, onPanic func()) (r
 
 // release frees the key for a retry. Its failure reaches no client: the
 // lock then expires after its lease.
-func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim) error {
+func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim, p *probe) error {
+	p.call()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
 	return g.store.Release(wctx, claim)

@@ -32,18 +32,32 @@ type unkeyedStore interface {
 // fault, whose outcome may be unknown, a *PermanentError for one a retry
 // meets again, and ErrUnkeyedUnsupported, without any call, when the
 // store cannot commit writes without a key (a multiregion.Store).
+//
+// With an Observer, a call that has writes to commit reports one Event
+// (mode ModeUnkeyed): OutcomeUnkeyedCommitted, or the outcome of its
+// error (OutcomeError for ErrUnkeyedUnsupported).
 func (g *Guard) CommitUnkeyed(ctx context.Context, tx *txn.Tx, resp Response) error {
 	if tx.Len() == 0 || !g.opts.ShouldStore(resp) {
 		return nil
 	}
+	var pr probe
+	ctx, p := g.begin(ctx, ModeUnkeyed, nil, &pr)
+	p.staged(tx)
 	s, ok := g.store.(unkeyedStore)
 	if !ok {
+		p.finish(ctx, "", nil, ErrUnkeyedUnsupported)
 		return ErrUnkeyedUnsupported
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
-	if err := s.CommitStaged(wctx, tx); err != nil {
-		return g.storeErr(err, tx)
+	p.call()
+	err := s.CommitStaged(wctx, tx)
+	p.done(PhaseCommit)
+	if err != nil {
+		err = g.storeErr(err, tx)
+		p.finish(ctx, "", nil, err)
+		return err
 	}
+	p.finish(ctx, OutcomeUnkeyedCommitted, &Result{Response: resp, Stored: true}, nil)
 	return nil
 }

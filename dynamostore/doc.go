@@ -26,6 +26,18 @@
 //	done      N  epoch milliseconds of the completion
 //	exp       N  epoch SECONDS: the table's TTL attribute
 //
+// That is the default KeySchema, for a table of key records only. On a
+// table shared with the application's items (Options.Schema), pk and exp
+// are the table's own attribute names, the partition key value is
+// "<Prefix>#<len(scope)>:<scope><key>", the sort key (if the table has
+// one) is a constant, and the record also carries
+//
+//	idemkey   S  record format version ("1"): the marker of a key record
+//
+// Every delete the sweeper sends on such a table is conditioned on the
+// prefix and the marker, and a claim overwrites only an item with the
+// marker, so the application's items are never touched (see KeySchema).
+//
 // A record whose exp lies in the past is absent for every read and every
 // condition of this package, whether or not DynamoDB's TTL process has
 // deleted it yet (that can take days). An in-progress record's exp is
@@ -63,8 +75,8 @@
 // to send a client: see the idemkey package for the protocol and the
 // handler and lambda packages for the front doors.
 //
-// The public surface: Store (New, EnsureTable, EnsureTableWithoutTTL) with
-// its Options, the record types (Request, Response, Record, Claim), the
+// The public surface: Store (New, EnsureTable, EnsureSchemaTable,
+// EnsureTableWithoutTTL) with its Options and KeySchema, the record types (Request, Response, Record, Claim), the
 // Sweeper (NewSweeper, Sweep, Resume) with SweepOptions and SweepReport,
 // the limits and attribute names, and the errors.
 package dynamostore

@@ -24,19 +24,21 @@ const (
 	StateCompleted State = "completed"
 )
 
-// The attributes of a key table that its users and templates name.
+// The attributes of a key table on the default KeySchema, which its users
+// and templates name.
 const (
-	// TTLAttribute is the record's expiry attribute, a Number of epoch
-	// seconds. EnsureTable enables DynamoDB TTL on it; deploy templates
-	// must name the same attribute.
-	TTLAttribute = "exp"
-	// PartitionKey is the table's only key attribute, a String.
-	PartitionKey = "pk"
+	// TTLAttribute is the record's expiry attribute on the default
+	// KeySchema, a Number of epoch seconds. EnsureTable enables DynamoDB
+	// TTL on it; deploy templates must name the same attribute.
+	TTLAttribute = keyschema.DefaultTTLAttribute
+	// PartitionKey is the table's only key attribute on the default
+	// KeySchema, a String.
+	PartitionKey = keyschema.DefaultPartitionKey
 )
 
-// Attribute names of a key record.
+// Attribute names of a key record; the key and TTL attributes are the
+// schema's.
 const (
-	attrPK       = PartitionKey
 	attrVersion  = "v"
 	attrMethod   = "method"
 	attrPath     = "path"
@@ -51,7 +53,6 @@ const (
 	attrOmitted  = "omitted"
 	attrCreated  = "created"
 	attrDone     = "done"
-	attrExpires  = TTLAttribute
 	attrRegion   = "region"
 	recordFormat = "1"
 )
@@ -170,28 +171,27 @@ func ceilSecond(t time.Time) time.Time {
 	return s
 }
 
-func splitPartitionKey(pk string) (scope, key string, ok bool) { return keyschema.Split(pk) }
-
 func attrS(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
 func attrN(n int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
 }
 func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
 
-// keyOf returns the primary key of the record for (scope, key).
-func keyOf(scope, key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: attrS(keyschema.PartitionKey(scope, key))}
-}
-
 // baseItem encodes the attributes shared by both states. Its values are
 // allocated together: an item is built on every request.
-func baseItem(r *Record) map[string]types.AttributeValue {
-	strs := make([]types.AttributeValueMemberS, 6)
+func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
+	strs := make([]types.AttributeValueMemberS, 7)
 	nums := make([]types.AttributeValueMemberN, 4)
-	item := make(map[string]types.AttributeValue, 16)
+	item := make(map[string]types.AttributeValue, 18)
 	str := func(i int, name, v string) { strs[i].Value = v; item[name] = &strs[i] }
 	num := func(i int, name string, v int64) { nums[i].Value = strconv.FormatInt(v, 10); item[name] = &nums[i] }
-	str(0, attrPK, keyschema.PartitionKey(r.Scope, r.Key))
+	str(0, l.PartitionKey, l.Value(r.Scope, r.Key))
+	if l.SortKey != "" {
+		str(6, l.SortKey, l.SortKeyValue)
+	}
+	if marked(l.Schema) {
+		item[keyschema.Marker] = markerValue
+	}
 	str(1, attrMethod, r.Method)
 	str(2, attrPath, r.Path)
 	str(3, attrState, string(r.State))
@@ -200,7 +200,7 @@ func baseItem(r *Record) map[string]types.AttributeValue {
 	item[attrVersion] = &nums[0]
 	num(1, attrLockExp, r.LockExpires.UnixMilli())
 	num(2, attrCreated, r.Created.UnixMilli())
-	num(3, attrExpires, r.Expires.Unix())
+	num(3, l.TTLAttribute, r.Expires.Unix())
 	item[attrFP] = &types.AttributeValueMemberB{Value: r.Fingerprint}
 	if r.Region != "" {
 		str(5, attrRegion, r.Region)
@@ -216,8 +216,8 @@ const maxItemBytes = 400 * 1024
 // maxStoredBody, or one with which the item would still exceed limit
 // bytes, is left out (and then the headers, if the item still exceeds
 // limit) and the record says so.
-func encodeCompleted(r *Record, compressAbove, limit int) map[string]types.AttributeValue {
-	item := baseItem(r)
+func (l *layout) encodeCompleted(r *Record, compressAbove, limit int) map[string]types.AttributeValue {
+	item := l.baseItem(r)
 	resp := r.Response
 	item[attrStatus] = attrN(int64(resp.Status))
 	item[attrDone] = attrN(r.Completed.UnixMilli())
@@ -362,17 +362,26 @@ func valueSize(v types.AttributeValue) int {
 	}
 }
 
-// decodeRecord decodes and validates an item. It never panics; anything
-// that is not a well-formed record of this package is a *RecordError.
-func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
+// decode decodes and validates an item. It never panics; anything that is
+// not a well-formed record of this package in the layout is a
+// *RecordError.
+func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	var r Record
-	pk, err := getS(item, attrPK)
+	pk, err := getS(item, l.PartitionKey)
 	if err != nil {
 		return nil, err
 	}
 	var ok bool
-	if r.Scope, r.Key, ok = splitPartitionKey(pk); !ok || r.Key == "" {
-		return nil, &RecordError{Attr: attrPK, Reason: "not a (scope, key) encoding"}
+	if r.Scope, r.Key, ok = l.Parse(pk); !ok || r.Key == "" {
+		return nil, &RecordError{Attr: l.PartitionKey, Reason: "not a (scope, key) encoding"}
+	}
+	if _, ok := l.InNamespace(item); !ok {
+		return nil, &RecordError{Attr: l.SortKey, Reason: "not the key records' sort key"}
+	}
+	if marked(l.Schema) {
+		if m, err := getS(item, keyschema.Marker); err != nil || m != recordFormat {
+			return nil, &RecordError{Attr: keyschema.Marker, Reason: "not a key record"}
+		}
 	}
 	if v, err := getN(item, attrVersion); err != nil || strconv.FormatInt(v, 10) != recordFormat {
 		return nil, &RecordError{Attr: attrVersion, Reason: "unknown record format"}
@@ -407,7 +416,7 @@ func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, err
 	}
 	r.Created = time.UnixMilli(created)
-	exp, err := getN(item, attrExpires)
+	exp, err := getN(item, l.TTLAttribute)
 	if err != nil {
 		return nil, err
 	}

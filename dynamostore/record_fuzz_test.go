@@ -30,7 +30,7 @@ func fuzzValue(mask uint32, shift uint, s string) types.AttributeValue {
 // foreign item must give an error, never a panic, and a decoded record must
 // satisfy the invariants a replay relies on.
 func FuzzDecodeRecord(f *testing.F) {
-	valid := encodeCompleted(&Record{
+	valid := defaultLayout.encodeCompleted(&Record{
 		Scope: "s", Key: "k", Method: "POST", Path: "/p", Fingerprint: bytes.Repeat([]byte{1}, 32),
 		State: StateCompleted, LockToken: "t", LockExpires: time.UnixMilli(5), Created: time.UnixMilli(1),
 		Completed: time.UnixMilli(2), Expires: time.Unix(3, 0),
@@ -46,7 +46,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				item[name] = av
 			}
 		}
-		set(attrPK, fuzzValue(mask, 0, pk))
+		set(PartitionKey, fuzzValue(mask, 0, pk))
 		set(attrVersion, fuzzValue(mask, 2, v))
 		set(attrMethod, fuzzValue(mask, 4, "POST"))
 		set(attrPath, fuzzValue(mask, 4, "/p"))
@@ -55,7 +55,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		set(attrLock, fuzzValue(mask, 10, "tok"))
 		set(attrLockExp, fuzzValue(mask, 12, num))
 		set(attrCreated, fuzzValue(mask, 12, num))
-		set(attrExpires, fuzzValue(mask, 14, num))
+		set(TTLAttribute, fuzzValue(mask, 14, num))
 		set(attrDone, fuzzValue(mask, 16, num))
 		set(attrStatus, fuzzValue(mask, 18, status))
 		set(attrBody, fuzzValue(mask, 20, body))
@@ -66,7 +66,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				hname: &types.AttributeValueMemberL{Value: []types.AttributeValue{fuzzValue(mask, 28, hval)}},
 			}}
 		}
-		rec, err := decodeRecord(item)
+		rec, err := defaultLayout.decode(item)
 		if err != nil {
 			if _, ok := err.(*RecordError); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
@@ -95,11 +95,11 @@ func TestCompletedRecordRoundTrips(t *testing.T) {
 		Completed: time.UnixMilli(1_000_100), Expires: time.Unix(2_000, 0), Region: "eu-west-1",
 		Response: &Response{Status: 201, Header: http.Header{"Location": {"/p/1"}, "Vary": {"a", "b"}}, Body: bytes.Repeat([]byte("ab"), 4000)},
 	}
-	item := encodeCompleted(in, DefaultCompressAbove, maxItemBytes)
+	item := defaultLayout.encodeCompleted(in, DefaultCompressAbove, maxItemBytes)
 	if _, ok := item[attrEnc]; !ok {
 		t.Fatal("a compressible 8 KB body was not compressed")
 	}
-	out, err := decodeRecord(item)
+	out, err := defaultLayout.decode(item)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +113,13 @@ func TestCompletedRecordRoundTrips(t *testing.T) {
 
 func TestSplitPartitionKeyInvertsPartitionKey(t *testing.T) {
 	for _, c := range [][2]string{{"", "k"}, {"a", "bc"}, {"ab", "c"}, {"1:x", "2:y"}, {"long scope with : colons", "key"}} {
-		scope, key, ok := splitPartitionKey(keyschema.PartitionKey(c[0], c[1]))
+		scope, key, ok := keyschema.Split(keyschema.PartitionKey(c[0], c[1]))
 		if !ok || scope != c[0] || key != c[1] {
 			t.Errorf("split(keyschema.PartitionKey(%q, %q)) = %q, %q, %v", c[0], c[1], scope, key, ok)
 		}
 	}
 	for _, bad := range []string{"", ":k", "x:k", "5:ab", "01:ak", "-1:k"} {
-		if _, _, ok := splitPartitionKey(bad); ok {
+		if _, _, ok := keyschema.Split(bad); ok {
 			t.Errorf("split(%q) accepted", bad)
 		}
 	}

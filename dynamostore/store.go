@@ -80,6 +80,10 @@ type Options struct {
 	Region string
 	// Txn tunes the retries of transaction conflicts on Commit.
 	Txn txn.Options
+	// Schema is where records live in the table (default: the dedicated
+	// key table's layout; see KeySchema). Every store, sweeper and tool
+	// over one table must use the same schema.
+	Schema KeySchema
 }
 
 // Store reads and writes key records in one DynamoDB table. It is safe for
@@ -88,11 +92,13 @@ type Store struct {
 	client Client
 	table  string
 	opts   Options
+	layout *layout
 }
 
 // New returns a Store over table. It panics if client is nil, table is
-// empty, or the effective Retention is shorter than the effective Lease:
-// those are configuration errors, caught at start.
+// empty, the effective Retention is shorter than the effective Lease, or
+// Schema is invalid (KeySchema.Validate): those are configuration errors,
+// caught at start.
 func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if client == nil || table == "" {
 		panic("dynamostore: New needs a client and a table name")
@@ -123,6 +129,8 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	s.layout = newLayout(mustSchema("dynamostore: New", o.Schema))
+	o.Schema = KeySchema(s.layout.Schema)
 	return s
 }
 
@@ -202,7 +210,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(now, lockExpires),
 			Region: s.opts.Region,
 		}
-		return rec, baseItem(rec)
+		return rec, s.layout.baseItem(rec)
 	})
 }
 
@@ -226,7 +234,7 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 	for range claimAttempts {
 		now := s.opts.Now()
 		rec, item := build(now, token)
-		failed, err := s.writeFenced(ctx, item, claimCondition, claimNames, claimValues(now), tx, rec)
+		failed, err := s.writeFenced(ctx, item, s.layout.claimCondition, s.layout.claimNames, claimValues(now), tx, rec)
 		if err == nil {
 			return acquired(rec), nil
 		}
@@ -261,13 +269,12 @@ func acquired(rec *Record) *Claim {
 // an in-progress one whose lock expired, or an expired one that is not in
 // progress. An in-progress record under a live lock always stands, even
 // past its exp (a record written by a version that let exp precede the
-// end of the lock).
+// end of the lock). On a schema with a Prefix, the overwriting branches
+// also require the marker attribute, so a claim never replaces an item of
+// the application's.
 const claimCondition = "attribute_not_exists(#pk) OR (#state = :in_progress AND #lock_exp < :now_ms) OR (#exp < :now_s AND NOT (#state = :in_progress))"
 
-// claimNames and fenceNames are shared by every call; the SDK only reads
-// them.
-var claimNames = map[string]string{"#pk": attrPK, "#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp}
-
+// fenceNames is shared by every call; the SDK only reads it.
 var inProgressValue = attrS(string(StateInProgress))
 
 func claimValues(now time.Time) map[string]types.AttributeValue {
@@ -286,7 +293,7 @@ var errClaimable = errors.New("dynamostore: claimable again")
 // DynamoDB returned with the failure, or else a consistent read.
 func (s *Store) oldRecord(ctx context.Context, req Request, token string, item map[string]types.AttributeValue) (*Record, error) {
 	if item != nil {
-		return decodeRecord(item)
+		return s.layout.decode(item)
 	}
 	now := s.opts.Now()
 	old, err := s.get(ctx, req.Scope, req.Key)
@@ -324,7 +331,7 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 			LockExpires: now, Created: now, Completed: now, Expires: wholeSecond(now.Add(s.opts.Retention)),
 			Region: s.opts.Region, Response: &r,
 		}
-		item := encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
+		item := s.layout.encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
 		return storedView(rec, item), item
 	})
 }
@@ -385,7 +392,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
-		Key:            keyOf(scope, key),
+		Key:            s.layout.Key(scope, key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -394,7 +401,7 @@ func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 	if len(out.Item) == 0 {
 		return nil, ErrNotFound
 	}
-	rec, err := decodeRecord(out.Item)
+	rec, err := s.layout.decode(out.Item)
 	if err != nil {
 		return nil, err
 	}
@@ -460,7 +467,7 @@ func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx)
 	done.Response = &r
 	done.Completed = at
 	done.Expires = wholeSecond(at.Add(s.opts.Retention))
-	item := encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
+	item := s.layout.encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
 
 	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, &done)
 	switch {
@@ -569,7 +576,7 @@ func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]
 	var cur *Record
 	var err error
 	if item != nil {
-		cur, err = decodeRecord(item)
+		cur, err = s.layout.decode(item)
 	} else {
 		cur, err = s.get(ctx, c.Record.Scope, c.Record.Key)
 	}
@@ -594,7 +601,7 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 	}
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
-		Key:                       keyOf(c.Record.Scope, c.Record.Key),
+		Key:                       s.layout.Key(c.Record.Scope, c.Record.Key),
 		ConditionExpression:       aws.String(fenceCondition),
 		ExpressionAttributeNames:  fenceNames,
 		ExpressionAttributeValues: fenceValues(c),

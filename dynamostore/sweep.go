@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // SweepClient is the set of DynamoDB calls a Sweeper makes. *dynamodb.Client
@@ -108,6 +110,16 @@ type SweepOptions struct {
 	// sweep with another Region (or none) rejects them, and each region
 	// keeps its cursor in its own item (Resume).
 	Region string
+	// Schema is where key records live in the table: the Schema of the
+	// Stores that write them (default: the dedicated key table's layout).
+	// On a schema with a Prefix, an item is a key record only if its
+	// partition key value begins with Prefix + "#", its sort key (if any)
+	// is SortKeyValue and it has the marker attribute "idemkey"; every
+	// delete is conditioned on the first and the last, so the
+	// application's items are never deleted. The sweep still scans them:
+	// DynamoDB charges a Scan for every item it reads, the application's
+	// included, and they count as Scanned and Foreign.
+	Schema KeySchema
 	// Logger receives one summary record per sweep (level Info, or Warn
 	// when something failed) and a Debug record per record that changed
 	// between the scan and its delete. Keys appear only as short hashes.
@@ -123,13 +135,17 @@ type Sweeper struct {
 	client SweepClient
 	table  string
 	opts   SweepOptions
+	layout *layout
 }
 
 // NewSweeper returns a Sweeper over table. It panics if client is nil,
-// table is empty or Region is longer than MaxSweepRegionLen bytes: that is
-// a configuration error, caught at start.
-// Out-of-range options are clamped: Segments to [1, MaxSweepSegments],
-// PageSize to at least 1.
+// table is empty, Region is longer than MaxSweepRegionLen bytes or Schema
+// is invalid (KeySchema.Validate): that is a configuration error, caught
+// at start.
+// Out-of-range options are clamped: Segments to [1, MaxSweepSegments]
+// (fewer on a schema whose keys are longer, with a sort key or a Prefix:
+// as many as a resume cursor of that schema fits in one item), PageSize
+// to at least 1.
 func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions)) *Sweeper {
 	if client == nil || table == "" {
 		panic("dynamostore: NewSweeper needs a client and a table name")
@@ -142,10 +158,12 @@ func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions))
 	if err := checkSweepRegion(o.Region); err != nil {
 		panic(err.Error())
 	}
+	s.layout = newLayout(mustSchema("dynamostore: NewSweeper", o.Schema))
+	o.Schema = KeySchema(s.layout.Schema)
 	if o.Segments <= 0 {
 		o.Segments = DefaultSweepSegments
 	}
-	o.Segments = min(o.Segments, MaxSweepSegments)
+	o.Segments = min(o.Segments, s.layout.maxSweepSegments())
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultSweepPageSize
 	}
@@ -179,14 +197,27 @@ func (s *Sweeper) Options() SweepOptions { return s.opts }
 // sweepProjection reads the attributes a sweep decides on, nothing else:
 // the stored responses, often most of an item's size, are not transferred.
 // (DynamoDB charges read capacity on the full items all the same.)
-const sweepProjection = "#pk, #exp, #state, #lock, #lock_exp, #created, #region"
+const sweepProjectionBase = "#pk, #exp, #state, #lock, #lock_exp, #created, #region"
 
-func sweepProjectionNames() map[string]string {
-	return map[string]string{
-		"#pk": attrPK, "#exp": attrExpires, "#state": attrState,
+// sweepProjection returns the projection of a sweep's Scan and its names:
+// sweepProjectionBase, plus the sort key and the marker on a schema that has
+// them.
+func (l *layout) sweepProjection() (string, map[string]string) {
+	names := map[string]string{
+		"#pk": l.PartitionKey, "#exp": l.TTLAttribute, "#state": attrState,
 		"#lock": attrLock, "#lock_exp": attrLockExp, "#created": attrCreated,
 		"#region": attrRegion,
 	}
+	proj := sweepProjectionBase
+	if l.SortKey != "" {
+		proj += ", #sk"
+		names["#sk"] = l.SortKey
+	}
+	if marked(l.Schema) {
+		proj += ", #marker"
+		names["#marker"] = keyschema.Marker
+	}
+	return proj, names
 }
 
 // Sweep makes one pass over the table, or continues the pass that cursor
@@ -405,11 +436,12 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 			t.stop = SweepStoppedByBudget
 			return t
 		}
+		proj, names := r.s.layout.sweepProjection()
 		in := &dynamodb.ScanInput{
 			TableName:                &r.s.table,
 			Limit:                    aws.Int32(int32(min(o.PageSize, 1<<30))),
-			ProjectionExpression:     aws.String(sweepProjection),
-			ExpressionAttributeNames: sweepProjectionNames(),
+			ProjectionExpression:     aws.String(proj),
+			ExpressionAttributeNames: names,
 			ExclusiveStartKey:        t.after,
 			ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 		}
@@ -466,16 +498,21 @@ type sweepFields struct {
 }
 
 // sweepParse reads the projected attributes; ok is false for an item that
-// is not a key record of this package.
-func sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
+// is not a key record of this package in the layout.
+func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 	var err error
-	if f.pk, err = getS(item, attrPK); err != nil {
+	if f.pk, ok = l.InNamespace(item); !ok {
 		return f, false
 	}
-	if _, key, ok := splitPartitionKey(f.pk); !ok || key == "" {
+	if _, key, ok := l.Parse(f.pk); !ok || key == "" {
 		return f, false
 	}
-	if f.exp, err = getN(item, attrExpires); err != nil {
+	if marked(l.Schema) {
+		if m, err := getS(item, keyschema.Marker); err != nil || m != recordFormat {
+			return f, false
+		}
+	}
+	if f.exp, err = getN(item, l.TTLAttribute); err != nil {
 		return f, false
 	}
 	if f.created, err = getN(item, attrCreated); err != nil {
@@ -504,16 +541,17 @@ func sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 
 // sweepItem decides one scanned item and deletes it if it must go.
 func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
-	f, ok := sweepParse(item)
+	l := r.s.layout
+	f, ok := l.sweepParse(item)
 	region := r.s.opts.Region
 	switch {
 	case !ok || (region != "" && f.region != region):
 		t.foreign++
 	case f.exp < now.Unix() && !(f.inProgress && f.lockExp >= now.UnixMilli()):
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
-		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(evictInput(r.s.table, f.pk, now), region))
+		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))
 	case f.inProgress && f.lockExp < now.UnixMilli():
-		r.remove(ctx, t, &t.reclaimed, "reclaim", f.pk, inRegion(reclaimInput(r.s.table, f.pk, f.lock, now), region))
+		r.remove(ctx, t, &t.reclaimed, "reclaim", f.pk, inRegion(l.reclaimInput(r.s.table, f.pk, f.lock, now), region))
 	default:
 		t.live++
 		t.oldestLive = max(t.oldestLive, now.Sub(time.UnixMilli(f.created)))
@@ -522,27 +560,41 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 
 // evictInput deletes the record at pk if it is still expired at now and
 // not in progress under a lock that holds at now.
-func evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
-	return &dynamodb.DeleteItemInput{
+func (l *layout) evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
+	return l.recognised(&dynamodb.DeleteItemInput{
 		TableName:                &table,
-		Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+		Key:                      l.ItemKey(pk),
 		ConditionExpression:      aws.String("#exp < :now_s AND NOT (#state = :in_progress AND #lock_exp >= :now_ms)"),
-		ExpressionAttributeNames: map[string]string{"#exp": attrExpires, "#state": attrState, "#lock_exp": attrLockExp},
+		ExpressionAttributeNames: map[string]string{"#exp": l.TTLAttribute, "#state": attrState, "#lock_exp": attrLockExp},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now_s":       attrN(now.Unix()),
 			":now_ms":      attrN(now.UnixMilli()),
 			":in_progress": attrS(string(StateInProgress)),
 		},
+	})
+}
+
+// recognised adds to a delete, on a schema with a Prefix, the conditions
+// that recognise a key record: its partition key begins with Prefix + "#"
+// and it has the marker attribute.
+func (l *layout) recognised(in *dynamodb.DeleteItemInput) *dynamodb.DeleteItemInput {
+	if !marked(l.Schema) {
+		return in
 	}
+	in.ConditionExpression = aws.String("begins_with(#pk, :ns) AND attribute_exists(#marker) AND (" + aws.ToString(in.ConditionExpression) + ")")
+	in.ExpressionAttributeNames["#pk"] = l.PartitionKey
+	in.ExpressionAttributeNames["#marker"] = keyschema.Marker
+	in.ExpressionAttributeValues[":ns"] = attrS(l.Namespaced(""))
+	return in
 }
 
 // reclaimInput deletes the record at pk if it is still the in-progress
 // record of the claim whose token is lock, and that claim's lock has
 // expired at now.
-func reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInput {
-	return &dynamodb.DeleteItemInput{
+func (l *layout) reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInput {
+	return l.recognised(&dynamodb.DeleteItemInput{
 		TableName:                &table,
-		Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+		Key:                      l.ItemKey(pk),
 		ConditionExpression:      aws.String("#state = :in_progress AND #lock = :lock AND #lock_exp < :now_ms"),
 		ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock, "#lock_exp": attrLockExp},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -550,7 +602,7 @@ func reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInp
 			":lock":        attrS(lock),
 			":now_ms":      attrN(now.UnixMilli()),
 		},
-	}
+	})
 }
 
 // inRegion adds to a sweep's delete the condition that the record was

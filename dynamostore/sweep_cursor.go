@@ -127,7 +127,7 @@ const (
 // below 128 one byte.
 const (
 	cursorHeaderBytes  = 1 + 2 + maxTableNameBytes + 1 + MaxSweepRegionLen + 2
-	cursorSegmentBytes = 1 + 1 + 1 + len(attrPK) + 1 + 2 + maxPartitionKeyBytes
+	cursorSegmentBytes = 1 + 1 + 1 + len(PartitionKey) + 1 + 2 + maxPartitionKeyBytes
 )
 
 // sweepCursorWorstLen bounds the length of the cursor strings that a sweep
@@ -139,9 +139,45 @@ func sweepCursorWorstLen(segments int) int {
 
 // sweepCursorItemBytes returns the size, by DynamoDB's rules, of the item
 // in which Resume keeps a cursor of cursorLen bytes for
-// region, with its "updated" number at its largest.
+// region on the default schema, with its "updated" number at its largest.
 func sweepCursorItemBytes(cursorLen int, region string) int {
-	return len(attrPK) + len(sweepCursorKeyFor(region)) + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
+	return defaultLayout.cursorItemBytes(cursorLen, region)
+}
+
+// cursorItemBytes is sweepCursorItemBytes on the layout.
+func (l *layout) cursorItemBytes(cursorLen int, region string) int {
+	n := 0
+	for name, v := range l.cursorItemKey(region) {
+		n += len(name) + valueSize(v)
+	}
+	return n + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
+}
+
+// maxSortKeyBytes is DynamoDB's limit on a sort key value.
+const maxSortKeyBytes = 1024
+
+// maxSweepSegments returns the most segments whose worst-case cursor (each
+// segment pending after a key of the largest size the table's key schema
+// allows, attribute names included) fits in the cursor item of the
+// layout, with a Region of MaxSweepRegionLen bytes: MaxSweepSegments on
+// the default schema, fewer on one with longer keys.
+func (l *layout) maxSweepSegments() int {
+	seg := 2 + keyAttrWorstBytes(l.PartitionKey, maxPartitionKeyBytes)
+	if l.SortKey != "" {
+		seg += keyAttrWorstBytes(l.SortKey, maxSortKeyBytes)
+	}
+	region := string(make([]byte, MaxSweepRegionLen))
+	n := MaxSweepSegments
+	for n > 1 && l.cursorItemBytes(base64.RawURLEncoding.EncodedLen(cursorHeaderBytes+n*seg), region) > cursorItemLimit {
+		n--
+	}
+	return n
+}
+
+// keyAttrWorstBytes is the framing and value of one key attribute in a
+// version 2 cursor, its value of at most maxValue bytes.
+func keyAttrWorstBytes(name string, maxValue int) int {
+	return len(binary.AppendUvarint(nil, uint64(len(name)))) + len(name) + 1 + len(binary.AppendUvarint(nil, uint64(maxValue))) + maxValue
 }
 
 // encode returns the cursor as an opaque string: base64url of its binary
@@ -450,17 +486,23 @@ const (
 	attrSweepUpdated = "updated"
 )
 
+// cursorItemKey returns the primary key of the item that keeps region's
+// resume cursor: sweepCursorKeyFor(region) in the layout's namespace.
+func (l *layout) cursorItemKey(region string) map[string]types.AttributeValue {
+	return l.ItemKey(l.Namespaced(sweepCursorKeyFor(region)))
+}
+
 // loadSweepCursor returns the resume cursor saveSweepCursor saved in table
 // for region, or "" when there is none: one consistent GetItem. Errors:
 // *StoreError; *RecordError when that item is not a cursor item; without
 // any call, an error when region is longer than MaxSweepRegionLen bytes.
-func loadSweepCursor(ctx context.Context, client SweepClient, table, region string) (string, error) {
+func (l *layout) loadSweepCursor(ctx context.Context, client SweepClient, table, region string) (string, error) {
 	if err := checkSweepRegion(region); err != nil {
 		return "", err
 	}
 	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &table,
-		Key:            map[string]types.AttributeValue{attrPK: attrS(sweepCursorKeyFor(region))},
+		Key:            l.cursorItemKey(region),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -479,25 +521,23 @@ func loadSweepCursor(ctx context.Context, client SweepClient, table, region stri
 // ErrCursorTooLarge when the item would exceed 400,000 bytes (never for a
 // cursor a Sweeper returned for a key table), or one for a region longer
 // than MaxSweepRegionLen bytes.
-func saveSweepCursor(ctx context.Context, client SweepClient, table, region, cursor string, now time.Time) error {
+func (l *layout) saveSweepCursor(ctx context.Context, client SweepClient, table, region, cursor string, now time.Time) error {
 	if err := checkSweepRegion(region); err != nil {
 		return err
 	}
-	key := map[string]types.AttributeValue{attrPK: attrS(sweepCursorKeyFor(region))}
+	key := l.cursorItemKey(region)
 	if cursor == "" {
 		if _, err := client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: key}); err != nil {
 			return &StoreError{Op: "DeleteItem", Err: err}
 		}
 		return nil
 	}
-	if size := sweepCursorItemBytes(len(cursor), region); size > cursorItemLimit {
+	if size := l.cursorItemBytes(len(cursor), region); size > cursorItemLimit {
 		return fmt.Errorf("%w: the item would take %d bytes, more than DynamoDB's 400 KB (%d)", ErrCursorTooLarge, size, cursorItemLimit)
 	}
-	item := map[string]types.AttributeValue{
-		attrPK:           key[attrPK],
-		attrSweepCursor:  attrS(cursor),
-		attrSweepUpdated: attrN(now.UnixMilli()),
-	}
+	item := maps.Clone(key)
+	item[attrSweepCursor] = attrS(cursor)
+	item[attrSweepUpdated] = attrN(now.UnixMilli())
 	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: item}); err != nil {
 		return &StoreError{Op: "PutItem", Err: err}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/internal/ddbtest"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
 )
 
@@ -205,8 +206,8 @@ func TestWorstCaseCursorAtMaxSweepSegmentsIsSavedAndLoadedBack(t *testing.T) {
 
 	for _, region := range []string{"", longestRegion} {
 		want := worstCaseCursor(table, region, MaxSweepSegments)
-		require.NoError(t, saveSweepCursor(ctx, ep.Client, table, region, want.encode(), time.Unix(1_800_000_000, 0)), region)
-		saved, err := loadSweepCursor(ctx, ep.Client, table, region)
+		require.NoError(t, defaultLayout.saveSweepCursor(ctx, ep.Client, table, region, want.encode(), time.Unix(1_800_000_000, 0)), region)
+		saved, err := defaultLayout.loadSweepCursor(ctx, ep.Client, table, region)
 		require.NoError(t, err)
 		got, err := sweepDecodeCursor(saved, table, region)
 		require.NoError(t, err, "a sweep resumes from the saved cursor")
@@ -219,7 +220,7 @@ func TestSaveSweepCursorRefusesACursorLargerThanAnItemWithoutACall(t *testing.T)
 	calls := ddbtest.NewCounter()
 	client := ep.NewClient(calls.Install)
 	cursor := strings.Repeat("A", 400_000)
-	err := saveSweepCursor(context.Background(), client, "keys", "", cursor, time.Unix(1_800_000_000, 0))
+	err := defaultLayout.saveSweepCursor(context.Background(), client, "keys", "", cursor, time.Unix(1_800_000_000, 0))
 	require.ErrorIs(t, err, ErrCursorTooLarge)
 	assert.Contains(t, err.Error(), "400 KB")
 	assert.Zero(t, calls.Total())
@@ -281,7 +282,7 @@ func TestEachRegionsCursorHasItsOwnItemAndAnOverlongRegionMakesNoCall(t *testing
 		key := sweepCursorKeyFor(region)
 		assert.False(t, keys[key], "one item per region: %q", region)
 		keys[key] = true
-		_, _, isRecord := splitPartitionKey(key)
+		_, _, isRecord := keyschema.Split(key)
 		assert.False(t, isRecord, "never a record's partition key: %q", key)
 		assert.LessOrEqual(t, len(key), len(sweepCursorKey)+1+MaxSweepRegionLen)
 	}
@@ -290,9 +291,9 @@ func TestEachRegionsCursorHasItsOwnItemAndAnOverlongRegionMakesNoCall(t *testing
 	calls := ddbtest.NewCounter()
 	client := ep.NewClient(calls.Install)
 	tooLong := longestRegion + "r"
-	_, err := loadSweepCursor(context.Background(), client, "keys", tooLong)
+	_, err := defaultLayout.loadSweepCursor(context.Background(), client, "keys", tooLong)
 	assert.ErrorContains(t, err, "MaxSweepRegionLen")
-	err = saveSweepCursor(context.Background(), client, "keys", tooLong, "c", time.Unix(1_800_000_000, 0))
+	err = defaultLayout.saveSweepCursor(context.Background(), client, "keys", tooLong, "c", time.Unix(1_800_000_000, 0))
 	assert.ErrorContains(t, err, "MaxSweepRegionLen")
 	assert.Zero(t, calls.Total())
 }
@@ -351,7 +352,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 			if finished[region] {
 				continue
 			}
-			cursor, err := loadSweepCursor(ctx, ep.Client, table, region)
+			cursor, err := defaultLayout.loadSweepCursor(ctx, ep.Client, table, region)
 			require.NoError(t, err)
 			require.Equal(t, round > 0, cursor != "", "%s resumes from round 1 on (round %d)", region, round)
 			s := NewSweeper(client, table, func(o *SweepOptions) {
@@ -360,7 +361,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 			})
 			r, err := s.Sweep(ctx, cursor)
 			require.NoError(t, err, "%s resumes from its own cursor (round %d)", region, round)
-			require.NoError(t, saveSweepCursor(ctx, ep.Client, table, region, r.Cursor, clock.Now()))
+			require.NoError(t, defaultLayout.saveSweepCursor(ctx, ep.Client, table, region, r.Cursor, clock.Now()))
 			evicted[region] += r.Evicted
 			sweeps[region]++
 			finished[region] = r.Finished
@@ -389,7 +390,7 @@ func TestSweepersLeaveEveryCursorItemAndTheTopologyRecordAlone(t *testing.T) {
 		"#idemkey/multiregion/topology"} // multiregion.TopologyPartitionKey
 	for _, pk := range reserved {
 		_, err := ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
-			attrPK: attrS(pk), attrExpires: attrN(1), attrCreated: attrN(1), attrState: attrS(string(StateCompleted)),
+			PartitionKey: attrS(pk), TTLAttribute: attrN(1), attrCreated: attrN(1), attrState: attrS(string(StateCompleted)),
 			attrRegion: attrS("us-east-1"), attrSweepCursor: attrS("c"),
 		}})
 		require.NoError(t, err)
@@ -407,12 +408,12 @@ func TestSweepersLeaveEveryCursorItemAndTheTopologyRecordAlone(t *testing.T) {
 func itemKeys(t *testing.T, client *dynamodb.Client, table string) []string {
 	t.Helper()
 	keys := []string{}
-	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: &table, ProjectionExpression: aws.String(attrPK), ConsistentRead: aws.Bool(true)})
+	p := dynamodb.NewScanPaginator(client, &dynamodb.ScanInput{TableName: &table, ProjectionExpression: aws.String(PartitionKey), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(context.Background())
 		require.NoError(t, err)
 		for _, item := range page.Items {
-			pk, err := getS(item, attrPK)
+			pk, err := getS(item, PartitionKey)
 			require.NoError(t, err)
 			keys = append(keys, pk)
 		}

@@ -13,9 +13,9 @@ import (
 // rec.Response.
 func SweepTestItem(rec *Record) map[string]types.AttributeValue {
 	if rec.State == StateCompleted {
-		return encodeCompleted(rec, DefaultCompressAbove, maxItemBytes)
+		return defaultLayout.encodeCompleted(rec, DefaultCompressAbove, maxItemBytes)
 	}
-	return baseItem(rec)
+	return defaultLayout.baseItem(rec)
 }
 
 // SweepKeyHash is the hash by which sweep logs name a record.
@@ -26,10 +26,10 @@ const SweepCursorKey = sweepCursorKey
 
 // LoadSweepCursor reads the cursor Resume keeps for the sweeps of every record.
 func LoadSweepCursor(ctx context.Context, client SweepClient, table string) (string, error) {
-	return loadSweepCursor(ctx, client, table, "")
+	return defaultLayout.loadSweepCursor(ctx, client, table, "")
 }
 
 // SaveSweepCursor writes the cursor Resume keeps for the sweeps of every record.
 func SaveSweepCursor(ctx context.Context, client SweepClient, table, cursor string, now time.Time) error {
-	return saveSweepCursor(ctx, client, table, "", cursor, now)
+	return defaultLayout.saveSweepCursor(ctx, client, table, "", cursor, now)
 }

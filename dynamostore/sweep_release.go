@@ -7,8 +7,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 var (
@@ -59,19 +57,19 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 		return nil, err
 	}
 	now := s.opts.Now()
-	pk := keyschema.PartitionKey(scope, key)
+	pk := s.layout.Value(scope, key)
 	var in *dynamodb.DeleteItemInput
 	switch {
 	case rec.State == StateCompleted && !o.Completed:
 		return rec, ErrKeyCompleted
 	case rec.State == StateInProgress && rec.LockExpires.Before(now):
-		in = reclaimInput(s.table, pk, rec.LockToken, now)
+		in = s.layout.reclaimInput(s.table, pk, rec.LockToken, now)
 	case rec.State == StateInProgress && !o.InProgress:
 		return rec, ErrLockHeld
 	default:
 		in = &dynamodb.DeleteItemInput{
 			TableName:                &s.table,
-			Key:                      map[string]types.AttributeValue{attrPK: attrS(pk)},
+			Key:                      s.layout.ItemKey(pk),
 			ConditionExpression:      aws.String("#state = :state AND #lock = :lock"),
 			ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock},
 			ExpressionAttributeValues: map[string]types.AttributeValue{

@@ -22,9 +22,11 @@ import (
 //
 // The cursor item's partition key is "#sweep-cursor" ("#sweep-cursor/"
 // followed by the region with Region set, so that each region's sweeper of
-// a global table keeps its own item). No key record's partition key
-// begins with '#', and sweeps count the item as foreign and never delete
-// it. Concurrent callers overwrite each other's cursor; as each saves only
+// a global table keeps its own item), preceded by Prefix + "#" on a
+// KeySchema with a Prefix, and with the schema's SortKeyValue as its sort
+// key on one with a SortKey. No key record's partition key begins with
+// '#' (or Prefix + "##"), and sweeps count the item as foreign and never
+// delete it. Concurrent callers overwrite each other's cursor; as each saves only
 // positions it has swept up to, that at worst repeats part of a pass.
 //
 // A failed read or write of the cursor counts in the report's Errors and
@@ -37,7 +39,7 @@ func (s *Sweeper) Resume(ctx context.Context) (*SweepReport, error) {
 	var stored string
 	if !s.opts.DryRun {
 		var err error
-		if stored, err = loadSweepCursor(ctx, s.client, s.table, s.opts.Region); err != nil {
+		if stored, err = s.layout.loadSweepCursor(ctx, s.client, s.table, s.opts.Region); err != nil {
 			msg := fmt.Sprintf("loading the resume cursor: %v", err)
 			s.opts.Logger.LogAttrs(ctx, slog.LevelError, "idemkey sweep: "+msg)
 			return &SweepReport{Table: s.table, DryRun: s.opts.DryRun, Started: start,
@@ -54,7 +56,7 @@ func (s *Sweeper) Resume(ctx context.Context) (*SweepReport, error) {
 		return nil, err
 	}
 	if !s.opts.DryRun && report.Cursor != stored {
-		if serr := saveSweepCursor(ctx, s.client, s.table, s.opts.Region, report.Cursor, s.opts.Now()); serr != nil {
+		if serr := s.layout.saveSweepCursor(ctx, s.client, s.table, s.opts.Region, report.Cursor, s.opts.Now()); serr != nil {
 			msg := fmt.Sprintf("saving the resume cursor: %v", serr)
 			s.opts.Logger.LogAttrs(ctx, slog.LevelError, "idemkey sweep: "+msg)
 			report.Errors++

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // TableClient is the set of DynamoDB calls EnsureTable makes.
@@ -23,8 +25,10 @@ type TableClient interface {
 var _ TableClient = (*dynamodb.Client)(nil)
 
 // ErrTableSchema reports an existing table that cannot hold key records:
-// its key schema is not a single String partition key named "pk", or TTL
-// is enabled on another attribute.
+// its key schema is not the KeySchema's (on the default schema: a single
+// String partition key named "pk"), or TTL is enabled on another attribute
+// than the schema's TTLAttribute (or, for EnsureSchemaTable on a schema
+// other than the default, is off).
 var ErrTableSchema = errors.New("dynamostore: table schema does not fit key records")
 
 // EnsureTable makes table ready for key records and returns when it is:
@@ -38,15 +42,55 @@ var ErrTableSchema = errors.New("dynamostore: table schema does not fit key reco
 // processes at once. An existing table with another key schema, or with TTL
 // on another attribute, is an error matching ErrTableSchema.
 func EnsureTable(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
-	if err := ensureActive(ctx, client, table, maxWait); err != nil {
+	if _, err := ensureActive(ctx, client, table, defaultLayout.Schema, maxWait); err != nil {
 		return err
 	}
-	return ensureTTL(ctx, client, table)
+	return ensureTTL(ctx, client, table, defaultLayout.TTLAttribute)
+}
+
+// EnsureSchemaTable is EnsureTable for the table of a KeySchema. With the
+// zero KeySchema it is EnsureTable. With any other schema it changes only
+// a table it creates:
+//
+//   - a missing table is created (on-demand capacity, the schema's
+//     partition key and sort key, both Strings), and once it is ACTIVE
+//     TTL is enabled on the schema's TTLAttribute, as EnsureTable does;
+//   - an existing table is only read: its key schema must be the schema's
+//     (partition key, and sort key or none, both Strings), and TTL must be
+//     ENABLED or ENABLING on the schema's TTLAttribute. A table with TTL on
+//     another attribute is an error naming both attributes (a table has
+//     one TTL attribute: set TTLAttribute to the table's); TTL off is an
+//     error saying to enable it. Both match ErrTableSchema.
+//
+// It panics if schema is invalid (KeySchema.Validate).
+func EnsureSchemaTable(ctx context.Context, client TableClient, table string, schema KeySchema, maxWait time.Duration) error {
+	s := mustSchema("dynamostore: EnsureSchemaTable", schema)
+	if s == defaultLayout.Schema {
+		return EnsureTable(ctx, client, table, maxWait)
+	}
+	created, err := ensureActive(ctx, client, table, s, maxWait)
+	if err != nil {
+		return err
+	}
+	if created {
+		return ensureTTL(ctx, client, table, s.TTLAttribute)
+	}
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+	}
+	on, err := ttlOn(table, out.TimeToLiveDescription, s.TTLAttribute)
+	if err == nil && !on {
+		err = fmt.Errorf("%w: table %q has TTL off; enable it on %q (UpdateTimeToLive), this call changes no table it did not create",
+			ErrTableSchema, table, s.TTLAttribute)
+	}
+	return err
 }
 
 // ensureActive creates table if missing (without TTL), checks the key
-// schema of an existing one, and waits until it is ACTIVE.
-func ensureActive(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
+// schema of an existing one against s, and waits until it is ACTIVE. It
+// reports whether this call created the table.
+func ensureActive(ctx context.Context, client TableClient, table string, s keyschema.Schema, maxWait time.Duration) (created bool, err error) {
 	if maxWait <= 0 {
 		maxWait = 2 * time.Minute
 	}
@@ -54,21 +98,29 @@ func ensureActive(ctx context.Context, client TableClient, table string, maxWait
 	var notFound *types.ResourceNotFoundException
 	switch {
 	case errors.As(err, &notFound):
-		_, err = client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		in := &dynamodb.CreateTableInput{
 			TableName:            &table,
 			BillingMode:          types.BillingModePayPerRequest,
-			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(attrPK), AttributeType: types.ScalarAttributeTypeS}},
-			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash}},
-		})
+			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(s.PartitionKey), AttributeType: types.ScalarAttributeTypeS}},
+			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(s.PartitionKey), KeyType: types.KeyTypeHash}},
+		}
+		if s.SortKey != "" {
+			in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(s.SortKey), AttributeType: types.ScalarAttributeTypeS})
+			in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(s.SortKey), KeyType: types.KeyTypeRange})
+		}
+		_, err = client.CreateTable(ctx, in)
 		var inUse *types.ResourceInUseException
-		if err != nil && !errors.As(err, &inUse) {
-			return &StoreError{Op: "CreateTable", Err: err}
+		switch {
+		case err == nil:
+			created = true
+		case !errors.As(err, &inUse):
+			return false, &StoreError{Op: "CreateTable", Err: err}
 		}
 	case err != nil:
-		return &StoreError{Op: "DescribeTable", Err: err}
+		return false, &StoreError{Op: "DescribeTable", Err: err}
 	default:
-		if err := checkKeySchema(table, desc.Table); err != nil {
-			return err
+		if err := checkKeySchema(table, desc.Table, s); err != nil {
+			return false, err
 		}
 	}
 	if desc == nil || desc.Table == nil || desc.Table.TableStatus != types.TableStatusActive {
@@ -77,10 +129,10 @@ func ensureActive(ctx context.Context, client TableClient, table string, maxWait
 			o.MaxDelay = 5 * time.Second
 		})
 		if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, maxWait); err != nil {
-			return &StoreError{Op: "DescribeTable", Err: err}
+			return created, &StoreError{Op: "DescribeTable", Err: err}
 		}
 	}
-	return nil
+	return created, nil
 }
 
 // ErrTTLEnabled reports a table whose TTL is enabled (or enabling, or
@@ -105,7 +157,7 @@ var ErrTTLEnabled = fmt.Errorf("%w: TTL must be off", ErrTableSchema)
 // existing table with another key schema is an error matching
 // ErrTableSchema. It is idempotent and safe to call at every start.
 func EnsureTableWithoutTTL(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
-	if err := ensureActive(ctx, client, table, maxWait); err != nil {
+	if _, err := ensureActive(ctx, client, table, defaultLayout.Schema, maxWait); err != nil {
 		return err
 	}
 	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
@@ -119,30 +171,46 @@ func EnsureTableWithoutTTL(ctx context.Context, client TableClient, table string
 	return nil
 }
 
-func checkKeySchema(table string, t *types.TableDescription) error {
-	if t == nil || len(t.KeySchema) != 1 || aws.ToString(t.KeySchema[0].AttributeName) != attrPK || t.KeySchema[0].KeyType != types.KeyTypeHash {
-		return fmt.Errorf("%w: table %q must have the single partition key %q", ErrTableSchema, table, attrPK)
+func checkKeySchema(table string, t *types.TableDescription, s keyschema.Schema) error {
+	var pk, sk string
+	if t != nil {
+		for _, e := range t.KeySchema {
+			switch e.KeyType {
+			case types.KeyTypeHash:
+				pk = aws.ToString(e.AttributeName)
+			case types.KeyTypeRange:
+				sk = aws.ToString(e.AttributeName)
+			}
+		}
+	}
+	if pk != s.PartitionKey || sk != s.SortKey {
+		if s.SortKey == "" {
+			return fmt.Errorf("%w: table %q must have the single partition key %q; it has partition key %q and sort key %q",
+				ErrTableSchema, table, s.PartitionKey, pk, sk)
+		}
+		return fmt.Errorf("%w: table %q must have partition key %q and sort key %q; it has %q and %q",
+			ErrTableSchema, table, s.PartitionKey, s.SortKey, pk, sk)
 	}
 	for _, d := range t.AttributeDefinitions {
-		if aws.ToString(d.AttributeName) == attrPK && d.AttributeType != types.ScalarAttributeTypeS {
-			return fmt.Errorf("%w: table %q: %q must be a String", ErrTableSchema, table, attrPK)
+		if name := aws.ToString(d.AttributeName); (name == pk || name == sk) && d.AttributeType != types.ScalarAttributeTypeS {
+			return fmt.Errorf("%w: table %q: %q must be a String", ErrTableSchema, table, name)
 		}
 	}
 	return nil
 }
 
-func ensureTTL(ctx context.Context, client TableClient, table string) error {
+func ensureTTL(ctx context.Context, client TableClient, table, ttlAttr string) error {
 	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
 	if err != nil {
 		return &StoreError{Op: "DescribeTimeToLive", Err: err}
 	}
-	if on, err := ttlOn(table, out.TimeToLiveDescription); on || err != nil {
+	if on, err := ttlOn(table, out.TimeToLiveDescription, ttlAttr); on || err != nil {
 		return err
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName: &table,
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
-			AttributeName: aws.String(TTLAttribute),
+			AttributeName: aws.String(ttlAttr),
 			Enabled:       aws.Bool(true),
 		},
 	})
@@ -151,7 +219,7 @@ func ensureTTL(ctx context.Context, client TableClient, table string) error {
 		// Another process enabled it between our describe and update.
 		again, derr := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
 		if derr == nil {
-			if on, err := ttlOn(table, again.TimeToLiveDescription); on || err != nil {
+			if on, err := ttlOn(table, again.TimeToLiveDescription, ttlAttr); on || err != nil {
 				return err
 			}
 		}
@@ -162,17 +230,18 @@ func ensureTTL(ctx context.Context, client TableClient, table string) error {
 	return nil
 }
 
-// ttlOn reports whether d says TTL is ENABLED or ENABLING on TTLAttribute;
-// TTL enabled or enabling on another attribute is an error matching
+// ttlOn reports whether d says TTL is ENABLED or ENABLING on want; TTL
+// enabled or enabling on another attribute is an error matching
 // ErrTableSchema. DISABLED and DISABLING are off, whatever the attribute.
-func ttlOn(table string, d *types.TimeToLiveDescription) (bool, error) {
+func ttlOn(table string, d *types.TimeToLiveDescription, want string) (bool, error) {
 	if d == nil {
 		return false, nil
 	}
 	switch d.TimeToLiveStatus {
 	case types.TimeToLiveStatusEnabled, types.TimeToLiveStatusEnabling:
-		if attr := aws.ToString(d.AttributeName); attr != TTLAttribute {
-			return false, fmt.Errorf("%w: table %q has TTL on %q, want %q", ErrTableSchema, table, attr, TTLAttribute)
+		if attr := aws.ToString(d.AttributeName); attr != want {
+			return false, fmt.Errorf("%w: table %q has TTL on %q, but the key schema's TTLAttribute is %q; a table has one TTL attribute: "+
+				"set KeySchema.TTLAttribute to %q (key records write epoch seconds there)", ErrTableSchema, table, attr, want, attr)
 		}
 		return true, nil
 	}

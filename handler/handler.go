@@ -42,8 +42,6 @@ package handler
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -111,7 +109,14 @@ type Options struct {
 	// request context's deadline (what a Lambda invocation has). Default:
 	// the store's lease.
 	Lease func(*http.Request) time.Duration
-	// Guard options: what is stored, Retry-After, write timeouts.
+	// Guard options: what is stored, Retry-After, write timeouts, and
+	// the Observer of every request the middleware passes to the protocol
+	// (keyed, and unkeyed with writes to commit). Default Observer:
+	// LogObserver(Logger), which writes the records described at Logger;
+	// an Observer set here replaces it (idemkey.Observers keeps both).
+	// Guard.FrontDoor defaults to idemkey.FrontDoorHTTP; a front door that
+	// serves the middleware (package lambda) names itself in the request's
+	// context instead.
 	Guard idemkey.Options
 	// Logger receives one record per request that is not a plain
 	// execution: replays, conflicts and refusals at Info; a store that
@@ -125,7 +130,9 @@ type Options struct {
 	//
 	// Default (nil): the records at Warn and above go to slog.Default(),
 	// as it is when they are written. To log nothing, set
-	// slog.New(slog.DiscardHandler).
+	// slog.New(slog.DiscardHandler). The records are written by the
+	// default Guard.Observer; with another Observer, only writes staged
+	// too late to commit are logged here.
 	Logger *slog.Logger
 }
 
@@ -157,6 +164,12 @@ func New(store idemkey.Store, optFns ...func(*Options)) func(http.Handler) http.
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Guard.Observer == nil {
+		o.Guard.Observer = LogObserver(o.Logger)
+	}
+	if o.Guard.FrontDoor == "" {
+		o.Guard.FrontDoor = idemkey.FrontDoorHTTP
 	}
 	guard := idemkey.New(store, func(g *idemkey.Options) { *g = o.Guard })
 	return func(next http.Handler) http.Handler {
@@ -236,17 +249,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return c.response(), nil
 	})
 	if err != nil {
-		d := writeError(w, err)
-		m.record(r, key, strings.TrimPrefix(d.Type, problem.TypeBase), d.Status, err)
+		writeError(w, err)
 		return
 	}
 	if res.Replayed {
-		m.record(r, key, "replay", res.Response.Status, nil)
 		writeReplay(w, res.Response)
 		return
-	}
-	if !res.Stored && res.Response.Status >= 500 {
-		m.record(r, key, "released", res.Response.Status, nil)
 	}
 	sendResponse(w, res.Response, nil)
 }
@@ -302,12 +310,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	return body, true
 }
 
-// writeError answers a protocol error with its problem document, which it
-// returns.
-func writeError(w http.ResponseWriter, err error) problem.Details {
+// writeError answers a protocol error with its problem document.
+func writeError(w http.ResponseWriter, err error) {
 	d, retryAfter := problemOf(err)
 	problem.Write(w, d, retryAfter)
-	return d
 }
 
 // problemOf returns the problem document of a protocol error and the
@@ -394,40 +400,12 @@ func writeReplay(w http.ResponseWriter, resp idemkey.Response) {
 	})
 }
 
-// log records err, answered with its problem document, for the request
-// with key.
-func (m *middleware) log(r *http.Request, key, outcome string, err error) {
-	d, _ := problemOf(err)
-	m.record(r, key, outcome, d.Status, err)
-}
-
 // logger is Options.Logger, or slog.Default() when it is nil.
 func (m *middleware) logger() *slog.Logger {
 	if m.opts.Logger != nil {
 		return m.opts.Logger
 	}
 	return slog.Default()
-}
-
-// record logs the outcome of the request with key, answered with status,
-// at the level logLevel gives it. Without Options.Logger, only records at
-// Warn and above are written.
-func (m *middleware) record(r *http.Request, key, outcome string, status int, err error) {
-	level := logLevel(status, err)
-	if m.opts.Logger == nil && level < slog.LevelWarn {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.String("key_hash", keyHash(key)),
-		slog.String("outcome", outcome),
-		slog.Int("status", status),
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	m.logger().LogAttrs(r.Context(), level, "idemkey", attrs...)
 }
 
 // logLevel is Error for a fault that retrying does not fix, Warn for
@@ -441,10 +419,4 @@ func logLevel(status int, err error) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo
-}
-
-// keyHash identifies a key in logs without revealing it.
-func keyHash(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
 }

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -58,7 +59,11 @@ func (s *stagingWriter) seal(status int) {
 	}
 	s.sealed = true
 	s.staged = s.tx.Len()
-	err := s.m.guard.CommitUnkeyed(s.r.Context(), s.tx, idemkey.Response{Status: status, Header: s.w.Header()})
+	ctx := s.r.Context()
+	if s.staged > 0 { // the commit's Event has no method or path: the log observer finds them here
+		ctx = context.WithValue(ctx, unkeyedRequestKey{}, s.r)
+	}
+	err := s.m.guard.CommitUnkeyed(ctx, s.tx, idemkey.Response{Status: status, Header: s.w.Header()})
 	if err == nil {
 		return
 	}
@@ -66,7 +71,6 @@ func (s *stagingWriter) seal(status int) {
 	for name := range s.w.Header() {
 		delete(s.w.Header(), name) // the handler's headers belong to the dropped response
 	}
-	s.m.log(s.r, "", "unkeyed-commit-failed", err)
 	d, retryAfter := problemOf(err)
 	switch {
 	case errors.Is(err, idemkey.ErrUnavailable):

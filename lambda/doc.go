@@ -24,6 +24,13 @@
 //     find a function's records;
 //   - APIGatewayV1Event, APIGatewayV2Event, ALBEvent, FunctionURLEvent:
 //     the event of a request, from its context.
+//   - NewMetrics: an idemkey.Observer that writes one CloudWatch EMF line
+//     of request metrics per invocation (per batch for SQSBatch).
+//
+// Every front door names itself in the request's context
+// (idemkey.WithFrontDoor: lambda-apigw-v1, lambda-apigw-v2, lambda-alb,
+// lambda-function-url, lambda-invoke, lambda-sqs), so that an Observer's
+// events say which one served a request.
 //
 // Package lambdatest (a local Lambda Runtime API) runs a function's
 // bootstrap in tests. Command lambda/lambdatest/cmd/runtimeapi serves the

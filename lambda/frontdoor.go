@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/internal/httpcapture"
 )
 
@@ -24,13 +25,14 @@ type Options struct {
 type frontDoor struct {
 	h    http.Handler
 	opts Options
+	name string // the front door's name in idemkey's Events
 }
 
-func newFrontDoor(h http.Handler, optFns []func(*Options)) *frontDoor {
+func newFrontDoor(h http.Handler, name string, optFns []func(*Options)) *frontDoor {
 	if h == nil {
 		panic("lambda: a front door needs an http.Handler")
 	}
-	f := &frontDoor{h: h}
+	f := &frontDoor{h: h, name: name}
 	for _, fn := range optFns {
 		fn(&f.opts)
 	}
@@ -45,8 +47,11 @@ func newFrontDoor(h http.Handler, optFns []func(*Options)) *frontDoor {
 // panic of the handler is not recovered: it reaches aws-lambda-go, which
 // reports it as a function error, as net/http's server aborts the
 // response of a panicking handler (and as it panics on WriteHeader with a
-// code outside 100-999).
+// code outside 100-999). The request's context names the front door
+// (idemkey.WithFrontDoor) and marks one invocation for Metrics.
 func (f *frontDoor) serve(ctx context.Context, e *httpEvent) (httpResponse, error) {
+	ctx, end := beginInvocation(idemkey.WithFrontDoor(ctx, f.name))
+	defer end()
 	r, err := newRequest(ctx, e)
 	if err != nil {
 		return httpResponse{}, err
@@ -134,7 +139,7 @@ func FunctionURLEvent(ctx context.Context) (*events.LambdaFunctionURLRequest, bo
 // (ErrInvalidEvent); the handler's own statuses, 5xx included, are
 // responses.
 func NewAPIGatewayV1(h http.Handler, optFns ...func(*Options)) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	f := newFrontDoor(h, optFns)
+	f := newFrontDoor(h, idemkey.FrontDoorLambdaAPIGWv1, optFns)
 	return func(ctx context.Context, e events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 		resp, err := f.serve(withEvent(ctx, &e), &httpEvent{
 			method:     e.HTTPMethod,
@@ -180,7 +185,7 @@ func NewAPIGatewayV1(h http.Handler, optFns ...func(*Options)) func(context.Cont
 // body base64-encoded when Options.IsBinary says so. Errors as for
 // NewAPIGatewayV1.
 func NewAPIGatewayV2(h http.Handler, optFns ...func(*Options)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	f := newFrontDoor(h, optFns)
+	f := newFrontDoor(h, idemkey.FrontDoorLambdaAPIGWv2, optFns)
 	return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		return f.serveV2(withEvent(ctx, &e), &e)
 	}
@@ -241,7 +246,7 @@ func (f *frontDoor) serveV2(ctx context.Context, e *events.APIGatewayV2HTTPReque
 // for h, trailers dropped, as for NewAPIGatewayV1, and carries
 // statusDescription ("201 Created"). Errors as for NewAPIGatewayV1.
 func NewALB(h http.Handler, optFns ...func(*Options)) func(context.Context, events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
-	f := newFrontDoor(h, optFns)
+	f := newFrontDoor(h, idemkey.FrontDoorLambdaALB, optFns)
 	return func(ctx context.Context, e events.ALBTargetGroupRequest) (events.ALBTargetGroupResponse, error) {
 		multi := e.MultiValueHeaders != nil
 		resp, err := f.serve(withEvent(ctx, &e), &httpEvent{
@@ -284,7 +289,7 @@ func NewALB(h http.Handler, optFns ...func(*Options)) func(context.Context, even
 // the request's context (FunctionURLEvent). Errors as for
 // NewAPIGatewayV1.
 func NewFunctionURL(h http.Handler, optFns ...func(*Options)) func(context.Context, events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-	f := newFrontDoor(h, optFns)
+	f := newFrontDoor(h, idemkey.FrontDoorLambdaFunctionURL, optFns)
 	return func(ctx context.Context, e events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
 		resp, err := f.serveV2(withEvent(ctx, &e), &events.APIGatewayV2HTTPRequest{
 			RawPath:        e.RawPath,

@@ -84,7 +84,9 @@ type FuncOptions[In any] struct {
 	// Now is the clock the remaining time is measured with (default
 	// time.Now). Tests inject the store's clock.
 	Now func() time.Time
-	// Guard configures the protocol (retry-after, write timeouts).
+	// Guard configures the protocol (retry-after, write timeouts) and its
+	// Observer (default: none; Metrics publishes one EMF line per
+	// invocation). Its FrontDoor defaults to idemkey.FrontDoorLambdaInvoke.
 	Guard idemkey.Options
 }
 
@@ -155,9 +157,14 @@ func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Guard.FrontDoor == "" {
+		o.Guard.FrontDoor = idemkey.FrontDoorLambdaInvoke
+	}
 	guard := idemkey.New(store, func(g *idemkey.Options) { *g = o.Guard })
 
 	return func(ctx context.Context, in In) (Out, error) {
+		ctx, end := beginInvocation(ctx)
+		defer end()
 		var zero Out
 		req, err := o.request(ctx, in)
 		if err != nil {

@@ -35,6 +35,9 @@ import (
 // group in order. A panic of fn is re-raised: Lambda then retries the
 // whole batch, and the records already processed replay.
 //
+// Each record's Event names the front door idemkey.FrontDoorLambdaSQS,
+// and Metrics writes one line for the whole batch.
+//
 // It panics if store or fn is nil, and as Idempotent panics for an
 // incomplete configuration.
 func SQSBatch(store idemkey.Store, fn func(context.Context, events.SQSMessage) error, optFns ...func(*FuncOptions[events.SQSMessage])) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
@@ -50,6 +53,8 @@ func SQSBatch(store idemkey.Store, fn func(context.Context, events.SQSMessage) e
 	}, append([]func(*FuncOptions[events.SQSMessage]){defaults}, optFns...)...)
 
 	return func(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
+		ctx, end := beginInvocation(idemkey.WithFrontDoor(ctx, idemkey.FrontDoorLambdaSQS))
+		defer end()
 		var resp events.SQSEventResponse
 		failed := false
 		for _, m := range batch.Records {

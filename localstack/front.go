@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/server"
 )
 
@@ -26,7 +27,13 @@ const maxRequestBody = 32 << 20
 // The front serialises all requests with one mutex, so that a write and the
 // read it may add afterwards are atomic with respect to other clients.
 // Without this, minidyn itself would race: it runs CreateTable, UpdateTable,
-// DeleteTable and DescribeTable without its lock.
+// DeleteTable and DescribeTable without its lock. Only the work on the
+// tables is serialised: a PutItem or TransactWriteItems request is decoded
+// (and a transaction's ClientRequestToken digest computed) before the
+// mutex is taken, and every response is written to the client after it is
+// released. The front calls minidyn's engine (server.Client) directly with
+// decoded requests for PutItem and for each step of a transaction, and
+// serves every other request exactly as minidyn's server.Server does.
 //
 // What the front adds to minidyn, each switchable off in Options:
 //
@@ -84,14 +91,17 @@ const maxRequestBody = 32 << 20
 // itself answers them with a plain-text body that the SDK cannot decode).
 // All other requests and responses pass through unchanged.
 func NewHandler(optFns ...func(*Options)) http.Handler {
-	return newFront(server.NewServer(), resolveOptions(optFns))
+	return newFront(newEngine(), resolveOptions(optFns))
 }
 
 // front is the http.Handler in front of minidyn. All fields below mu are
 // guarded by it.
 type front struct {
-	inner http.Handler
+	inner http.Handler // eng, as minidyn's server serves it
+	eng   *engine
 	opts  Options
+
+	slowPut bool // answer every PutItem through the HTTP handler (tests compare the paths)
 
 	mu     sync.Mutex
 	tables map[string]struct{}   // tables that exist, for ListTables
@@ -100,9 +110,10 @@ type front struct {
 	tokens tokenStore
 }
 
-func newFront(inner http.Handler, opts Options) *front {
+func newFront(eng *engine, opts Options) *front {
 	return &front{
-		inner:  inner,
+		inner:  eng,
+		eng:    eng,
 		opts:   opts,
 		tables: map[string]struct{}{},
 		ttl:    map[string]ttlSetting{},
@@ -126,17 +137,48 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
 	op := target[strings.LastIndexByte(target, '.')+1:]
 
+	// Decoding needs no lock: only the engine's work is serialised.
+	var in decoded
+	switch op {
+	case "PutItem":
+		in.put = f.decodePut(body)
+	case "TransactWriteItems":
+		in.transaction = f.decodeTransaction(body)
+	}
+
 	f.mu.Lock()
-	resp := f.serve(r.Context(), op, r.Header, body)
-	if !f.opts.DisableConsumedCapacity {
+	resp := f.serve(r.Context(), op, r.Header, body, &in)
+	if !f.opts.DisableConsumedCapacity && !in.noCapacity() {
 		addConsumedCapacity(op, body, resp)
 	}
 	f.mu.Unlock()
 	resp.writeTo(w)
 }
 
+// decoded holds what the front decoded of a request before taking its
+// lock; every member may be nil.
+type decoded struct {
+	put         *server.PutItemInput
+	transaction *transactInput
+}
+
+// noCapacity reports whether the request is known not to ask for
+// ConsumedCapacity.
+func (d *decoded) noCapacity() bool {
+	var asked ddbtypes.ReturnConsumedCapacity
+	switch {
+	case d.put != nil:
+		asked = d.put.ReturnConsumedCapacity
+	case d.transaction != nil && d.transaction.err == nil:
+		asked = ddbtypes.ReturnConsumedCapacity(d.transaction.req.ReturnConsumedCapacity)
+	default:
+		return false
+	}
+	return asked != ddbtypes.ReturnConsumedCapacityTotal && asked != ddbtypes.ReturnConsumedCapacityIndexes
+}
+
 // serve answers one request. The caller holds f.mu.
-func (f *front) serve(ctx context.Context, op string, header http.Header, body []byte) *response {
+func (f *front) serve(ctx context.Context, op string, header http.Header, body []byte, in *decoded) *response {
 	switch op {
 	case "UpdateTimeToLive":
 		if !f.opts.DisableTimeToLive {
@@ -151,11 +193,16 @@ func (f *front) serve(ctx context.Context, op string, header http.Header, body [
 			return f.listTables(body)
 		}
 	case "TransactWriteItems":
-		return f.transactWriteItems(ctx, header, body)
+		return f.transactWriteItems(ctx, header, body, in.transaction)
 	case "Scan", "Query":
 		return f.search(ctx, op, header, body)
 	}
 
+	if op == "PutItem" && in.put != nil && !f.slowPut && !f.opts.DisablePutReturnValues && !f.opts.DisableReturnOldItem {
+		if resp, ok := f.putItem(ctx, in.put); ok {
+			return resp
+		}
+	}
 	var put *putReturn
 	if op == "PutItem" && !f.opts.DisablePutReturnValues {
 		put = f.beforePut(ctx, body)

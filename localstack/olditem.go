@@ -123,8 +123,9 @@ func (f *front) keyAttributes(ctx context.Context, table string) ([]string, erro
 
 // transactRequest is the part of a TransactWriteItems request the front uses.
 type transactRequest struct {
-	ClientRequestToken *string
-	TransactItems      []struct {
+	ClientRequestToken     *string
+	ReturnConsumedCapacity string
+	TransactItems          []struct {
 		Put, Update, Delete, ConditionCheck *transactAction
 	}
 }

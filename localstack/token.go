@@ -74,15 +74,17 @@ func requestDigest(body []byte) [sha256.Size]byte {
 // ClientRequestToken: it applies the transaction action by action (see
 // applyTransaction), or with DisableItemTransactions leaves it to minidyn
 // and amends the cancellation reasons.
-func (f *front) transactWriteItems(ctx context.Context, header http.Header, body []byte) *response {
-	var req transactRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+func (f *front) transactWriteItems(ctx context.Context, header http.Header, body []byte, in *transactInput) *response {
+	if in == nil {
+		in = f.decodeTransaction(body)
+	}
+	if in.err != nil {
 		// Let minidyn report the malformed request.
 		return call(ctx, f.inner, "TransactWriteItems", header, body)
 	}
-
+	req := &in.req
 	useToken := !f.opts.DisableClientRequestToken && req.ClientRequestToken != nil
-	var digest [sha256.Size]byte
+	digest := in.digest
 	if useToken {
 		token := *req.ClientRequestToken
 		switch {
@@ -91,7 +93,6 @@ func (f *front) transactWriteItems(ctx context.Context, header http.Header, body
 		case len(token) > maxClientRequestTokenLength:
 			return validationErrors([]string{"Value '" + token + "' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to 36"})
 		}
-		digest = requestDigest(body)
 		if rec, ok := f.tokens.lookup(token, f.opts.Now()); ok {
 			if rec.digest != digest {
 				return errorResponse(http.StatusBadRequest, codeIdempotentMismatch,
@@ -103,12 +104,41 @@ func (f *front) transactWriteItems(ctx context.Context, header http.Header, body
 
 	var resp *response
 	if f.opts.DisableItemTransactions {
-		resp = f.minidynTransaction(ctx, header, body, &req)
+		resp = f.minidynTransaction(ctx, header, body, req)
 	} else {
-		resp = f.applyTransaction(ctx, header, body, &req)
+		resp = f.applyTransaction(ctx, header, body, req)
 	}
 	if resp.ok() && useToken {
 		f.tokens.add(*req.ClientRequestToken, tokenRecord{digest: digest, expires: f.opts.Now().Add(ClientRequestTokenWindow)})
 	}
 	return resp
+}
+
+// transactInput is a TransactWriteItems request as the front decodes it
+// before taking its lock: the parts it uses, each action decoded as the
+// single-item request that applies it, and the digest of the request for
+// its ClientRequestToken.
+type transactInput struct {
+	req    transactRequest
+	err    error // of decoding the request
+	digest [sha256.Size]byte
+}
+
+// decodeTransaction decodes a TransactWriteItems request. It needs no lock.
+func (f *front) decodeTransaction(body []byte) *transactInput {
+	in := new(transactInput)
+	if in.err = json.Unmarshal(body, &in.req); in.err != nil {
+		return in
+	}
+	if t := in.req.ClientRequestToken; t != nil && !f.opts.DisableClientRequestToken && *t != "" && len(*t) <= maxClientRequestTokenLength {
+		in.digest = requestDigest(body)
+	}
+	if !f.opts.DisableItemTransactions {
+		for _, t := range in.req.TransactItems {
+			if kind, a, ok := actionKind(t.Put, t.Update, t.Delete, t.ConditionCheck); ok {
+				a.decodeItemRequest(kind)
+			}
+		}
+	}
+	return in
 }

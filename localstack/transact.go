@@ -1,13 +1,17 @@
 package localstack
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/truora/minidyn/server"
 )
 
 // Transactions in time proportional to their actions.
@@ -17,7 +21,11 @@ import (
 // fails, so each transaction costs time proportional to the size of those
 // tables. The front applies it instead with minidyn's single-item
 // operations, which is possible because the front serialises every request:
-// no other request can observe or interleave with the steps.
+// no other request can observe or interleave with the steps. The steps call
+// minidyn's engine directly: each action is decoded once, before the
+// front's lock is taken, as the single-item request that applies it, and
+// the items read are kept as minidyn's values (copied, so that no later
+// write changes them), not as JSON.
 //
 //  1. Prepare: for each action, in order, read the item it addresses with a
 //     consistent GetItem and remember it (its "old image").
@@ -45,18 +53,45 @@ import (
 // set as a value without type, {}).
 
 // transactAction is one action of a TransactWriteItems request: the parts
-// the front uses and the action's JSON as the client sent it, which is also
-// a valid body for the single-item request that applies it (every member of
-// a Put is a member of PutItem, and so on; minidyn ignores the others).
+// the front uses, the action's JSON as the client sent it, and the action
+// decoded as the single-item request that applies it (every member of a
+// Put is a member of PutItem, and so on; minidyn ignores the others).
 type transactAction struct {
 	writeAction
 	raw json.RawMessage
+
+	item    itemRequest
+	itemErr error // of decoding raw as the single-item request
+}
+
+// itemRequest is a single-item request of minidyn's engine; one member is
+// set, or none when the action's JSON does not decode as the request.
+type itemRequest struct {
+	put    *server.PutItemInput
+	update *server.UpdateItemInput
+	del    *server.DeleteItemInput
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (a *transactAction) UnmarshalJSON(b []byte) error {
 	a.raw = append(a.raw[:0], b...)
 	return json.Unmarshal(b, &a.writeAction)
+}
+
+// decodeItemRequest decodes the action's JSON as the single-item request of
+// kind, as minidyn decodes the body of that request.
+func (a *transactAction) decodeItemRequest(kind int) {
+	switch kind {
+	case kindPut:
+		a.item.put = new(server.PutItemInput)
+		a.itemErr = json.Unmarshal(a.raw, a.item.put)
+	case kindUpdate:
+		a.item.update = new(server.UpdateItemInput)
+		a.itemErr = json.Unmarshal(a.raw, a.item.update)
+	default:
+		a.item.del = new(server.DeleteItemInput)
+		a.itemErr = json.Unmarshal(a.raw, a.item.del)
+	}
 }
 
 // Action kinds, in the order of their members in TransactWriteItem.
@@ -67,21 +102,27 @@ const (
 	kindConditionCheck
 )
 
-// itemOperation is the single-item operation that applies each action kind.
-var itemOperation = [...]string{
-	kindPut:            "PutItem",
-	kindUpdate:         "UpdateItem",
-	kindDelete:         "DeleteItem",
-	kindConditionCheck: "DeleteItem",
+// actionKind returns the kind and the action of a TransactWriteItem, and
+// false unless exactly one of its members is set.
+func actionKind(put, update, del, check *transactAction) (int, *transactAction, bool) {
+	kind, action, n := 0, (*transactAction)(nil), 0
+	for k, a := range [...]*transactAction{put, update, del, check} {
+		if a != nil {
+			kind, action = k, a
+			n++
+		}
+	}
+	return kind, action, n == 1
 }
 
 // preparedAction is an action with the item it addresses.
 type preparedAction struct {
-	kind  int
-	a     *transactAction
-	key   map[string]json.RawMessage
-	old   json.RawMessage // the item before the transaction; nil when absent
-	table string
+	kind    int
+	a       *transactAction
+	key     map[string]json.RawMessage
+	wireKey map[string]*server.AttributeValue
+	old     map[string]*server.AttributeValue // the item before the transaction; nil when absent
+	table   string
 }
 
 // applyTransaction applies the TransactWriteItems request req (whose JSON is
@@ -93,28 +134,64 @@ func (f *front) applyTransaction(ctx context.Context, header http.Header, body [
 	}
 	for i := range actions {
 		p := &actions[i]
-		resp := call(ctx, f.inner, itemOperation[p.kind], nil, p.a.raw)
-		switch {
-		case resp.ok() && p.kind == kindConditionCheck && p.old != nil:
-			// The condition held and the item is deleted: put it back.
-			if err := f.restore(ctx, actions[i:i+1]); err != nil {
-				return rollbackFailed(err)
+		err := f.applyAction(ctx, p)
+		if err == nil {
+			if p.kind == kindConditionCheck && p.old != nil {
+				// The condition held and the item is deleted: put it back.
+				if err := f.restore(ctx, actions[i:i+1]); err != nil {
+					return rollbackFailed(err)
+				}
 			}
-		case resp.ok():
-		case resp.errorCode() == codeConditionalCheck:
+			continue
+		}
+		if msg, ok := conditionFailed(err); ok {
 			// minidyn changed nothing for this action.
 			if err := f.restore(ctx, actions[:i]); err != nil {
 				return rollbackFailed(err)
 			}
-			return f.canceled(actions, i, resp)
-		default:
-			if err := f.restore(ctx, actions[:i+1]); err != nil {
-				return rollbackFailed(err)
-			}
-			return resp
+			return f.canceled(actions, i, msg)
 		}
+		if err := f.restore(ctx, actions[:i+1]); err != nil {
+			return rollbackFailed(err)
+		}
+		return engineErrorResponse(err)
 	}
 	return jsonResponse(struct{}{})
+}
+
+// applyAction sends the action's single-item request to the engine.
+func (f *front) applyAction(ctx context.Context, p *preparedAction) error {
+	a := p.a
+	if a.itemErr != nil {
+		return a.itemErr
+	}
+	var err error
+	switch {
+	case a.item.put != nil:
+		_, err = f.eng.c.PutItem(ctx, a.item.put)
+	case a.item.update != nil:
+		_, err = f.eng.c.UpdateItem(ctx, a.item.update)
+	default:
+		_, err = f.eng.c.DeleteItem(ctx, a.item.del)
+	}
+	return err
+}
+
+// conditionFailed reports whether the engine's error err is answered as a
+// ConditionalCheckFailedException, and its message.
+func conditionFailed(err error) (string, bool) {
+	if ccf, ok := errors.AsType[*ddbtypes.ConditionalCheckFailedException](err); ok {
+		return aws.ToString(ccf.Message), true
+	}
+	resp := engineErrorResponse(err)
+	if resp.errorCode() != codeConditionalCheck {
+		return "", false
+	}
+	var cause struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(resp.body.Bytes(), &cause)
+	return cause.Message, true
 }
 
 // minidynTransaction leaves the request to minidyn's own TransactWriteItems
@@ -138,15 +215,13 @@ func (f *front) prepareTransaction(ctx context.Context, req *transactRequest) ([
 	seen := make(map[string]struct{}, len(actions))
 	for i, t := range req.TransactItems {
 		p := &actions[i]
-		n := 0
-		for kind, a := range []*transactAction{t.Put, t.Update, t.Delete, t.ConditionCheck} {
-			if a != nil {
-				p.kind, p.a = kind, a
-				n++
-			}
-		}
-		if n != 1 {
+		var ok bool
+		p.kind, p.a, ok = actionKind(t.Put, t.Update, t.Delete, t.ConditionCheck)
+		if !ok {
 			return nil, false
+		}
+		if p.a.item == (itemRequest{}) && p.a.itemErr == nil {
+			p.a.decodeItemRequest(p.kind)
 		}
 		p.table = p.a.TableName
 		names, err := f.keyAttributes(ctx, p.table)
@@ -170,8 +245,11 @@ func (f *front) prepareTransaction(ctx context.Context, req *transactRequest) ([
 			return nil, false
 		}
 		seen[id] = struct{}{}
-		old, ok := f.readItem(ctx, p.table, p.key)
-		if !ok || bytes.Contains(old, []byte("{}")) {
+		if p.wireKey, ok = wireKey(p.key); !ok {
+			return nil, false
+		}
+		old, ok := f.readItem(ctx, p.table, p.wireKey)
+		if !ok || typeless(old) {
 			return nil, false
 		}
 		p.old = old
@@ -179,26 +257,30 @@ func (f *front) prepareTransaction(ctx context.Context, req *transactRequest) ([
 	return actions, true
 }
 
-// readItem reads an item with a consistent GetItem. It returns nil and true
-// when there is no such item, and false when the read failed.
-func (f *front) readItem(ctx context.Context, table string, key map[string]json.RawMessage) (json.RawMessage, bool) {
-	resp := callJSON(ctx, f.inner, "GetItem", struct {
-		TableName      string
-		Key            map[string]json.RawMessage
-		ConsistentRead bool
-	}{table, key, true})
-	if !resp.ok() {
+// wireKey decodes the values of key.
+func wireKey(key map[string]json.RawMessage) (map[string]*server.AttributeValue, bool) {
+	out := make(map[string]*server.AttributeValue, len(key))
+	for name, raw := range key {
+		v := new(server.AttributeValue)
+		if json.Unmarshal(raw, v) != nil {
+			return nil, false
+		}
+		out[name] = v
+	}
+	return out, true
+}
+
+// readItem reads a copy of an item with a consistent GetItem. It returns
+// nil and true when there is no such item, and false when the read failed.
+func (f *front) readItem(ctx context.Context, table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
+	out, err := f.eng.c.GetItem(ctx, &server.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
 		return nil, false
 	}
-	var out struct{ Item json.RawMessage }
-	if json.Unmarshal(resp.body.Bytes(), &out) != nil {
-		return nil, false
-	}
-	switch string(bytes.TrimSpace(out.Item)) {
-	case "", "null", "{}":
+	if len(out.Item) == 0 {
 		return nil, true
 	}
-	return out.Item, true
+	return cloneItem(out.Item), true
 }
 
 // itemIdentity returns the string by which minidyn tells items apart: the
@@ -243,20 +325,14 @@ func itemIdentity(table string, names []string, key map[string]json.RawMessage) 
 func (f *front) restore(ctx context.Context, actions []preparedAction) error {
 	for i := len(actions) - 1; i >= 0; i-- {
 		p := &actions[i]
-		var resp *response
+		var err error
 		if p.old != nil {
-			resp = callJSON(ctx, f.inner, "PutItem", struct {
-				TableName string
-				Item      json.RawMessage
-			}{p.table, p.old})
+			_, err = f.eng.c.PutItem(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
 		} else {
-			resp = callJSON(ctx, f.inner, "DeleteItem", struct {
-				TableName string
-				Key       map[string]json.RawMessage
-			}{p.table, p.key})
+			_, err = f.eng.c.DeleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
 		}
-		if !resp.ok() {
-			return fmt.Errorf("restoring the item of action %d: status %d: %s", i, resp.status, resp.body.String())
+		if err != nil {
+			return fmt.Errorf("restoring the item of action %d: %w", i, err)
 		}
 	}
 	return nil
@@ -270,21 +346,21 @@ type cancellationReason struct {
 }
 
 // canceled returns the TransactionCanceledException for a transaction whose
-// action failed failed its condition, ccf being minidyn's
+// action failed failed its condition, message being the message of minidyn's
 // ConditionalCheckFailedException for it, in the shape minidyn writes.
-func (f *front) canceled(actions []preparedAction, failed int, ccf *response) *response {
-	var cause struct {
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(ccf.body.Bytes(), &cause)
+func (f *front) canceled(actions []preparedAction, failed int, message string) *response {
 	reasons := make([]cancellationReason, len(actions))
 	for i := range reasons {
 		reasons[i].Code = "None"
 	}
 	p := &actions[failed]
-	reasons[failed] = cancellationReason{Code: reasonConditionalCheck, Message: cause.Message}
-	if !f.opts.DisableReturnOldItem && p.a.ReturnValuesOnConditionCheckFailure == returnAllOld {
-		reasons[failed].Item = p.old
+	reasons[failed] = cancellationReason{Code: reasonConditionalCheck, Message: message}
+	if !f.opts.DisableReturnOldItem && p.a.ReturnValuesOnConditionCheckFailure == returnAllOld && p.old != nil {
+		item, err := json.Marshal(p.old)
+		if err != nil {
+			return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
+		}
+		reasons[failed].Item = item
 	}
 	resp := newResponse()
 	resp.header.Set("Content-Type", jsonContentType)

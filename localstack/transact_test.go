@@ -385,42 +385,61 @@ func randomTransactions(seed uint64) func() string {
 	}
 }
 
-func TestTransactionsAnswerAndStoreAsMinidynsOwn(t *testing.T) {
-	fast, slow := NewHandler(), NewHandler(func(o *Options) { o.DisableItemTransactions = true })
-	decode := func(rec *httptest.ResponseRecorder) any {
-		var v any
-		if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
-			t.Fatalf("decoding %q: %v", rec.Body, err)
-		}
-		return v
-	}
-	for _, h := range []http.Handler{fast, slow} {
+// createPathTables creates, on each handler, the tables of the tests that
+// compare two paths of the front: "h" keyed by pk, "hr" by pk and sk.
+func createPathTables(t *testing.T, handlers ...http.Handler) {
+	t.Helper()
+	for _, h := range handlers {
 		mustServe(t, h, "CreateTable", `{"TableName":"h","BillingMode":"PAY_PER_REQUEST",
 			"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`)
 		mustServe(t, h, "CreateTable", `{"TableName":"hr","BillingMode":"PAY_PER_REQUEST",
 			"AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"}],
 			"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`)
 	}
-	next := randomTransactions(1)
+}
+
+// comparePaths sends 2000 requests of operation op from next to the
+// handlers fast and slow, which must answer alike (status, Content-Type and
+// decoded body) and hold alike tables "h" and "hr" after each. It returns
+// how many answers fell in each class that classify names.
+func comparePaths(t *testing.T, fast, slow http.Handler, op string, next func() string, classify func(code int, body []byte) string) map[string]int {
+	t.Helper()
+	decode := func(body []byte) any {
+		var v any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("decoding %q: %v", body, err)
+		}
+		return v
+	}
 	outcomes := map[string]int{}
 	for i := range 2000 {
 		body := next()
-		got, want := serveDirect(fast, "TransactWriteItems", body), serveDirect(slow, "TransactWriteItems", body)
-		if got.Code != want.Code || !reflect.DeepEqual(decode(got), decode(want)) {
+		got, want := serveDirect(fast, op, body), serveDirect(slow, op, body)
+		if got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") ||
+			!reflect.DeepEqual(decode(got.Body.Bytes()), decode(want.Body.Bytes())) {
 			t.Fatalf("request %d %s:\ngot  %d %s\nwant %d %s", i, body, got.Code, got.Body, want.Code, want.Body)
 		}
-		var e struct {
-			Type string `json:"__type"`
-		}
-		_ = json.Unmarshal(want.Body.Bytes(), &e)
-		outcomes[fmt.Sprintf("%d %s", want.Code, e.Type)]++
+		outcomes[classify(want.Code, want.Body.Bytes())]++
 		for _, table := range []string{"h", "hr"} {
 			scan := `{"TableName":"` + table + `","ConsistentRead":true}`
-			if got, want := decode(serveDirect(fast, "Scan", scan)), decode(serveDirect(slow, "Scan", scan)); !reflect.DeepEqual(got, want) {
+			if got, want := decode(serveDirect(fast, "Scan", scan).Body.Bytes()), decode(serveDirect(slow, "Scan", scan).Body.Bytes()); !reflect.DeepEqual(got, want) {
 				t.Fatalf("after request %d %s: table %s holds\n%v\nwant\n%v", i, body, table, got, want)
 			}
 		}
 	}
+	return outcomes
+}
+
+func TestTransactionsAnswerAndStoreAsMinidynsOwn(t *testing.T) {
+	fast, slow := NewHandler(), NewHandler(func(o *Options) { o.DisableItemTransactions = true })
+	createPathTables(t, fast, slow)
+	outcomes := comparePaths(t, fast, slow, "TransactWriteItems", randomTransactions(1), func(code int, body []byte) string {
+		var e struct {
+			Type string `json:"__type"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return fmt.Sprintf("%d %s", code, e.Type)
+	})
 	t.Logf("outcomes: %v", outcomes)
 	for _, o := range []string{"200 ", "400 TransactionCanceledException", "400 ValidationException", "400 ResourceNotFoundException"} {
 		if outcomes[o] < 50 {

@@ -137,11 +137,13 @@ func (s *Store) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error) {
 	var out [][2]string
 	table := r.store.Table()
+	ks := keyschema.Schema(r.store.Options().Schema)
+	projection, names := ks.KeyProjection()
 	in := &dynamodb.ScanInput{
 		TableName:                &table,
 		FilterExpression:         aws.String("contains(#pk, :marker)"),
-		ProjectionExpression:     aws.String("#pk"),
-		ExpressionAttributeNames: map[string]string{"#pk": dynamostore.PartitionKey},
+		ProjectionExpression:     aws.String(projection),
+		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":marker": &types.AttributeValueMemberS{Value: failoverMarker + r.name},
 		},
@@ -153,11 +155,11 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 			return nil, &dynamostore.StoreError{Op: "Scan", Err: err}
 		}
 		for _, item := range page.Items {
-			pk, ok := item[dynamostore.PartitionKey].(*types.AttributeValueMemberS)
+			pk, ok := ks.InNamespace(item)
 			if !ok {
 				continue
 			}
-			stored, key, ok := splitPK(pk.Value)
+			stored, key, ok := ks.Parse(pk)
 			if !ok {
 				continue
 			}
@@ -171,22 +173,6 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-}
-
-// splitPK splits a key record's partition key into scope and key.
-func splitPK(pk string) (scope, key string, ok bool) {
-	n, rest, found := strings.Cut(pk, ":")
-	if !found {
-		return "", "", false
-	}
-	l, err := strconv.Atoi(n)
-	if err != nil || l < 0 || l > len(rest) || strconv.Itoa(l) != n {
-		return "", "", false
-	}
-	if keyschema.PartitionKey(rest[:l], rest[l:]) != pk {
-		return "", "", false
-	}
-	return rest[:l], rest[l:], true
 }
 
 func (s *Store) reconcileKey(ctx context.Context, scope, key string, regions []*region, rep *ReconcileReport) error {

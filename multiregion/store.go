@@ -146,7 +146,8 @@ type Options struct {
 	// Observer receives every routing decision (failover, fail closed,
 	// fence results, conflict retries); nil: none. It is called
 	// synchronously on the request's goroutine, possibly concurrently: it
-	// must be quick and safe for concurrent use. Counters.Observe is one.
+	// must be quick and safe for concurrent use. Counters.Observe is one;
+	// ObserverFor(obs) passes the decisions to an idemkey Observer.
 	Observer func(Event)
 }
 

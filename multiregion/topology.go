@@ -17,12 +17,16 @@ import (
 
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
 // TopologyPartitionKey is the partition key (dynamostore.PartitionKey) of
-// the table's topology record. Every key record's partition key begins
-// with a decimal digit (the byte length of its scope), so this one, which
-// begins with '#', is never a key record's; the record has no expiry
+// the table's topology record on the default dynamostore.KeySchema; on a
+// schema with a Prefix it is Prefix + "#" + TopologyPartitionKey, and on
+// one with a sort key the record's sort key is the schema's SortKeyValue.
+// Every key record's partition key begins with a decimal digit (the byte
+// length of its scope), after Prefix + "#" when there is one, so this
+// one, which begins with '#' there, is never a key record's; the record has no expiry
 // attribute, so neither TTL nor the sweeper deletes it, and it replicates
 // like any item.
 const TopologyPartitionKey = "#idemkey/multiregion/topology"
@@ -184,7 +188,7 @@ func LoadTopology(ctx context.Context, r Region) (*TopologyRecord, error) {
 	}
 	out, err := r.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.Store.Table()),
-		Key:            topologyItemKey(),
+		Key:            topologyItemKey(r.Store),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -251,10 +255,10 @@ func AdvanceTopology(ctx context.Context, r Region, to Topology) (*TopologyRecor
 // writeTopology writes next in r on condition that r holds cur (nil: no
 // record).
 func writeTopology(ctx context.Context, r Region, cur, next *TopologyRecord) error {
-	in := &dynamodb.PutItemInput{TableName: aws.String(r.Store.Table()), Item: encodeTopology(next)}
+	in := &dynamodb.PutItemInput{TableName: aws.String(r.Store.Table()), Item: encodeTopology(next, topologyItemKey(r.Store))}
 	if cur == nil {
 		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": dynamostore.PartitionKey}
+		in.ExpressionAttributeNames = map[string]string{"#pk": r.Store.Options().Schema.PartitionKey}
 	} else {
 		in.ConditionExpression = aws.String("#v = :v")
 		in.ExpressionAttributeNames = map[string]string{"#v": attrTopoVersion}
@@ -270,12 +274,15 @@ func writeTopology(ctx context.Context, r Region, cur, next *TopologyRecord) err
 	return nil
 }
 
-func topologyItemKey() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{dynamostore.PartitionKey: &types.AttributeValueMemberS{Value: TopologyPartitionKey}}
+// topologyItemKey returns the primary key of the topology record in the
+// key schema of st.
+func topologyItemKey(st *dynamostore.Store) map[string]types.AttributeValue {
+	ks := keyschema.Schema(st.Options().Schema)
+	return ks.ItemKey(ks.Namespaced(TopologyPartitionKey))
 }
 
-func encodeTopology(rec *TopologyRecord) map[string]types.AttributeValue {
-	item := topologyItemKey()
+func encodeTopology(rec *TopologyRecord, key map[string]types.AttributeValue) map[string]types.AttributeValue {
+	item := key
 	item[attrTopoVersion] = &types.AttributeValueMemberN{Value: strconv.FormatInt(rec.Version, 10)}
 	put := func(regionsAttr, pinsAttr string, t Topology) {
 		rs := slices.Clone(t.Regions)

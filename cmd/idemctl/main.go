@@ -26,6 +26,17 @@
 // to run unless R is the AWS region, i.e. against R's own replica.
 // Interrupting a sweep (SIGINT, SIGTERM) stops it cleanly with a cursor.
 //
+// Every command but scope takes the key schema of a table shared with the
+// application's own items (dynamostore.KeySchema): -pk-attr and -sk-attr
+// name its key attributes, -sk-value is the sort key of every key record,
+// -prefix begins key records' partition key values (followed by '#'), and
+// -ttl-attr names the table's TTL attribute. They must be the schema the
+// service's Store uses. With a schema other than the default, create-table
+// creates a missing table with it, and only checks an existing one (key
+// schema, TTL on -ttl-attr), as dynamostore.EnsureSchemaTable does; list,
+// inspect, release and sweep address and recognise key records by it, and
+// sweep never deletes an item that is not one.
+//
 // inspect prints the lock token, the lock's expiry and whether it expired
 // for an in-progress record only: a completed record's lock fences
 // nothing. list prints the live keys of one scope as JSON (key, state,

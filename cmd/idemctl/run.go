@@ -43,7 +43,8 @@ commands:
   scope         print the scope examples/payments gives a bearer token (no DynamoDB call)
 
 Every command but scope takes -table (default $KEY_TABLE), -endpoint and -region,
-and names the endpoint and region it uses on stderr.
+and names the endpoint and region it uses on stderr. On a table shared with other
+items, pass its key schema too: -pk-attr, -sk-attr, -sk-value, -prefix, -ttl-attr.
 The endpoint defaults to the SDK's: AWS_ENDPOINT_URL_DYNAMODB, else AWS.
 A loopback endpoint (localhost, 127.0.0.1, ::1) without configured credentials
 gets dummy ones, as emulators need; any other endpoint needs real credentials.
@@ -55,7 +56,10 @@ var commandHelp = map[string]string{
 	"create-table": `usage: idemctl create-table -table T [-wait 2m] [-no-ttl]
 
 Creates the key table (on-demand, partition key "pk", TTL on "exp") unless
-it exists, and checks an existing one; with -no-ttl, without TTL.
+it exists, and checks an existing one; with -no-ttl, without TTL. With the
+key schema flags (-pk-attr, -sk-attr, -sk-value, -prefix, -ttl-attr) it
+creates a missing table with that schema and TTL on -ttl-attr, and only
+checks an existing one.
 `,
 	"inspect": `usage: idemctl inspect -table T -scope S -key K [-body]
 
@@ -128,6 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		c.flags.StringVar(&c.table, "table", os.Getenv("KEY_TABLE"), "the key table (default $KEY_TABLE)")
 		c.flags.StringVar(&c.endpoint, "endpoint", "", "DynamoDB endpoint URL (default: AWS_ENDPOINT_URL_DYNAMODB, else AWS)")
 		c.flags.StringVar(&c.region, "region", "", "AWS region (default: the SDK's configuration; us-east-1 with an endpoint and none configured)")
+		schemaFlags(c.flags, &c.schema)
 	}
 	c.args = args[1:]
 	return do(ctx, c)
@@ -139,6 +144,7 @@ type command struct {
 	flags                   *flag.FlagSet
 	args                    []string
 	table, endpoint, region string
+	schema                  dynamostore.KeySchema
 	stdout, stderr          io.Writer
 
 	// Set by client: the endpoint and region idemctl talks to.
@@ -164,7 +170,25 @@ func (c *command) parse(required ...string) (code int, ok bool) {
 			return c.usageError("-%s is required", name), false
 		}
 	}
+	if err := c.schema.Validate(); err != nil {
+		return c.usageError("%v", err), false
+	}
 	return 0, true
+}
+
+// schemaFlags adds the flags of the key schema: where key records live in
+// a table shared with other items (dynamostore.KeySchema).
+func schemaFlags(fs *flag.FlagSet, s *dynamostore.KeySchema) {
+	fs.StringVar(&s.PartitionKey, "pk-attr", "", "the table's partition key attribute (default \"pk\"); another name needs -prefix")
+	fs.StringVar(&s.SortKey, "sk-attr", "", "the table's sort key attribute, when it has one; needs -sk-value and -prefix")
+	fs.StringVar(&s.SortKeyValue, "sk-value", "", "the sort key value of every key record (with -sk-attr)")
+	fs.StringVar(&s.Prefix, "prefix", "", "the prefix of key records' partition key values, followed by '#' (a table shared with other items)")
+	fs.StringVar(&s.TTLAttribute, "ttl-attr", "", "the table's TTL attribute, epoch seconds (default \"exp\")")
+}
+
+// store returns a Store over the command's table and key schema.
+func (c *command) store(client dynamostore.Client) *dynamostore.Store {
+	return dynamostore.New(client, c.table, func(o *dynamostore.Options) { o.Schema = c.schema })
 }
 
 func (c *command) usageError(format string, args ...any) int {
@@ -248,9 +272,25 @@ func createTable(ctx context.Context, c *command) int {
 	if code, ok := c.parse(); !ok {
 		return code
 	}
+	eff := keyschema.Schema(c.schema).WithDefaults()
+	shared := eff != keyschema.Schema{}.WithDefaults()
+	if *noTTL && shared {
+		return c.usageError("-no-ttl takes the default key schema only")
+	}
 	client, err := c.client(ctx)
 	if err != nil {
 		return c.fail("%v", err)
+	}
+	if shared {
+		if err := dynamostore.EnsureSchemaTable(ctx, client, c.table, c.schema, *wait); err != nil {
+			return c.storeFail(err)
+		}
+		keys := fmt.Sprintf("partition key %q (String)", eff.PartitionKey)
+		if eff.SortKey != "" {
+			keys += fmt.Sprintf(", sort key %q (String)", eff.SortKey)
+		}
+		fmt.Fprintf(c.stdout, "table %s is ready: %s, TTL on %q, key records under %q\n", c.table, keys, eff.TTLAttribute, eff.Prefix+"#")
+		return exitOK
 	}
 	if *noTTL {
 		if err := dynamostore.EnsureTableWithoutTTL(ctx, client, c.table, *wait); err != nil {
@@ -304,9 +344,9 @@ type responseJSON struct {
 	BodyBase64       *string `json:"bodyBase64,omitempty"`
 }
 
-func describe(table string, r *dynamostore.Record, withBody bool, now time.Time) recordJSON {
+func describe(table string, schema dynamostore.KeySchema, r *dynamostore.Record, withBody bool, now time.Time) recordJSON {
 	out := recordJSON{
-		Table: table, Scope: r.Scope, Key: r.Key, PartitionKey: keyschema.PartitionKey(r.Scope, r.Key),
+		Table: table, Scope: r.Scope, Key: r.Key, PartitionKey: keyschema.Schema(schema).Value(r.Scope, r.Key),
 		State: string(r.State), Method: r.Method, Path: r.Path, Fingerprint: hex.EncodeToString(r.Fingerprint),
 		Created: r.Created.UTC(), Expires: r.Expires.UTC(), Region: r.Region,
 	}
@@ -357,14 +397,14 @@ func inspect(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	rec, err := dynamostore.New(client, c.table).Get(ctx, *scope, *key)
+	rec, err := c.store(client).Get(ctx, *scope, *key)
 	if errors.Is(err, dynamostore.ErrNotFound) {
 		return c.fail("no live record for scope %q key %q (never claimed, released, or expired)", *scope, *key)
 	}
 	if err != nil {
 		return c.storeFail(err)
 	}
-	return c.printJSON(describe(c.table, rec, *body, time.Now()))
+	return c.printJSON(describe(c.table, c.schema, rec, *body, time.Now()))
 }
 
 func release(ctx context.Context, c *command) int {
@@ -378,7 +418,7 @@ func release(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	rec, err := dynamostore.New(client, c.table).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
+	rec, err := c.store(client).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
 		o.InProgress, o.Completed = *force, *forceCompleted
 	})
 	switch {
@@ -440,7 +480,7 @@ func sweep(ctx context.Context, c *command) int {
 	}
 	sweeper := dynamostore.NewSweeper(client, c.table, func(o *dynamostore.SweepOptions) {
 		o.Segments, o.DryRun, o.Budget, o.PageSize, o.Logger = *segments, *dryRun, *budget, *page, logger
-		o.ItemsPerSecond, o.Region = *rate, *writer
+		o.ItemsPerSecond, o.Region, o.Schema = *rate, *writer, c.schema
 		if *rate == 0 {
 			o.ItemsPerSecond = -1
 		}

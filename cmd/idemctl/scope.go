@@ -89,7 +89,7 @@ func list(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	out, err := listScope(ctx, client, c.table, *scopeFlag, *limit, *maxScanned)
+	out, err := listScope(ctx, client, c.table, c.schema, *scopeFlag, *limit, *maxScanned)
 	if err != nil {
 		return c.storeFail(err)
 	}
@@ -106,15 +106,17 @@ func list(ctx context.Context, c *command) int {
 // listScope scans table for the partition keys of scope (they all begin
 // with the same prefix) and reads each one's live record with the store,
 // which leaves out expired ones.
-func listScope(ctx context.Context, client *dynamodb.Client, table, scope string, limit int, maxScanned int64) (*listJSON, error) {
-	store := dynamostore.New(client, table)
-	prefix := keyschema.PartitionKey(scope, "")
+func listScope(ctx context.Context, client *dynamodb.Client, table string, schema dynamostore.KeySchema, scope string, limit int, maxScanned int64) (*listJSON, error) {
+	store := dynamostore.New(client, table, func(o *dynamostore.Options) { o.Schema = schema })
+	ks := keyschema.Schema(store.Options().Schema)
+	prefix := ks.Value(scope, "")
 	out := &listJSON{Table: table, Scope: scope, Keys: []listKeyJSON{}}
+	projection, names := ks.KeyProjection()
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(table),
-		ProjectionExpression:      aws.String("#pk"),
+		ProjectionExpression:      aws.String(projection),
 		FilterExpression:          aws.String("begins_with(#pk, :prefix)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": dynamostore.PartitionKey},
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: prefix}},
 	}
 	for {
@@ -129,11 +131,11 @@ func listScope(ctx context.Context, client *dynamodb.Client, table, scope string
 		}
 		out.Scanned += int64(max(resp.ScannedCount, resp.Count))
 		for i, item := range resp.Items {
-			pk, ok := item[dynamostore.PartitionKey].(*types.AttributeValueMemberS)
-			if !ok || !strings.HasPrefix(pk.Value, prefix) {
+			pk, ok := ks.InNamespace(item)
+			if !ok || !strings.HasPrefix(pk, prefix) {
 				continue
 			}
-			rec, err := store.Get(ctx, scope, strings.TrimPrefix(pk.Value, prefix))
+			rec, err := store.Get(ctx, scope, strings.TrimPrefix(pk, prefix))
 			if errors.Is(err, dynamostore.ErrNotFound) {
 				continue // expired, or deleted since the Scan
 			}

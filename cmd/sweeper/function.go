@@ -31,6 +31,9 @@ type settings struct {
 	// Region is dynamostore.SweepOptions.Region: the writer region whose
 	// records alone the function sweeps; "" for every record.
 	Region string
+	// Schema is dynamostore.SweepOptions.Schema: where the key records are
+	// in the table (the zero value: a dedicated key table).
+	Schema dynamostore.KeySchema
 }
 
 // configFromEnv reads the settings from the variables the package doc
@@ -84,6 +87,18 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 		err = fmt.Errorf("WRITER_REGION=%q but the function runs in %s: a region's records must be swept in that region's own replica "+
 			"(a delete in another replica can replicate over a newer write); deploy this sweeper in %s", s.Region, own, s.Region)
 	}
+	if err == nil {
+		s.Schema = dynamostore.KeySchema{
+			PartitionKey: strings.TrimSpace(getenv("KEY_PARTITION_KEY")),
+			SortKey:      strings.TrimSpace(getenv("KEY_SORT_KEY")),
+			SortKeyValue: strings.TrimSpace(getenv("KEY_SORT_KEY_VALUE")),
+			Prefix:       strings.TrimSpace(getenv("KEY_PREFIX")),
+			TTLAttribute: strings.TrimSpace(getenv("KEY_TTL_ATTRIBUTE")),
+		}
+		if verr := s.Schema.Validate(); verr != nil {
+			err = fmt.Errorf("KEY_PARTITION_KEY, KEY_SORT_KEY, KEY_SORT_KEY_VALUE, KEY_PREFIX, KEY_TTL_ATTRIBUTE: %w", verr)
+		}
+	}
 	return s, err
 }
 
@@ -110,7 +125,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		o.Segments, o.PageSize = f.cfg.Segments, f.cfg.PageSize
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
-		o.Now, o.Logger, o.Region = f.now, log, f.cfg.Region
+		o.Now, o.Logger, o.Region, o.Schema = f.now, log, f.cfg.Region, f.cfg.Schema
 	})
 	report, err := sweeper.Resume(ctx)
 	if report == nil {

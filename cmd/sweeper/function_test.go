@@ -282,16 +282,25 @@ func TestConfigFromEnvironment(t *testing.T) {
 	assert.Equal(t, settings{Table: "keys", Segments: 8, PageSize: 250, ItemsPerSecond: -1, ReadUnitsPerSecond: 50.5,
 		Margin: 10 * time.Second, DryRun: true}, s)
 
+	s, err = configFromEnv(env(map[string]string{"KEY_TABLE": "app", "KEY_PARTITION_KEY": "PK", "KEY_SORT_KEY": "SK",
+		"KEY_SORT_KEY_VALUE": "idem", "KEY_PREFIX": "idem", "KEY_TTL_ATTRIBUTE": "expires_at"}))
+	require.NoError(t, err)
+	assert.Equal(t, dynamostore.KeySchema{PartitionKey: "PK", SortKey: "SK", SortKeyValue: "idem", Prefix: "idem",
+		TTLAttribute: "expires_at"}, s.Schema, "the key schema of a shared table")
+
 	for name, vars := range map[string]map[string]string{
-		"no table":        {},
-		"segments word":   {"SEGMENTS": "four"},
-		"segments zero":   {"SEGMENTS": "0"},
-		"too many":        {"SEGMENTS": "1001"},
-		"page negative":   {"PAGE_SIZE": "-5"},
-		"rate word":       {"RATE": "fast"},
-		"margin no unit":  {"MARGIN": "5"},
-		"margin negative": {"MARGIN": "-1s"},
-		"dry run maybe":   {"DRY_RUN": "maybe"},
+		"no table":          {},
+		"segments word":     {"SEGMENTS": "four"},
+		"segments zero":     {"SEGMENTS": "0"},
+		"too many":          {"SEGMENTS": "1001"},
+		"page negative":     {"PAGE_SIZE": "-5"},
+		"rate word":         {"RATE": "fast"},
+		"margin no unit":    {"MARGIN": "5"},
+		"margin negative":   {"MARGIN": "-1s"},
+		"dry run maybe":     {"DRY_RUN": "maybe"},
+		"shared, no prefix": {"KEY_PARTITION_KEY": "PK", "KEY_SORT_KEY": "SK", "KEY_SORT_KEY_VALUE": "idem"},
+		"sort key alone":    {"KEY_PREFIX": "idem", "KEY_SORT_KEY": "SK"},
+		"ttl is the key":    {"KEY_PREFIX": "idem", "KEY_TTL_ATTRIBUTE": "pk"},
 	} {
 		if name != "no table" {
 			vars["KEY_TABLE"] = "keys"

@@ -4,9 +4,11 @@
 // continues the pass the previous invocation left unfinished, prints one
 // CloudWatch Embedded Metric Format line to stdout and returns the report.
 //
-// The resume cursor lives in the key table itself, in the item at
-// dynamostore.SweepCursorKeyFor(WRITER_REGION) (dynamostore.SweepCursorKey
-// when WRITER_REGION is unset), which no record can collide with. A
+// The resume cursor lives in the key table itself (dynamostore's
+// Sweeper.Resume), in the item whose partition key is "#sweep-cursor", or
+// "#sweep-cursor/" followed by WRITER_REGION when it is set (behind the
+// schema's prefix and "#" on a shared table), which no record can collide
+// with. A
 // scheduled rule sends the same event every time, so the cursor cannot
 // ride on the next event without the function invoking itself; the table
 // is already there, and the cursor costs one GetItem and one PutItem (or
@@ -31,6 +33,12 @@
 //	            record. At most dynamostore.MaxSweepRegionLen bytes, and
 //	            when AWS_REGION is set (Lambda always sets it) it must equal
 //	            it: the function refuses to start otherwise
+//	KEY_PARTITION_KEY, KEY_SORT_KEY, KEY_SORT_KEY_VALUE, KEY_PREFIX,
+//	KEY_TTL_ATTRIBUTE
+//	            the key schema (dynamostore.KeySchema) when the key records
+//	            share the service's own table: the same values as the
+//	            stores' Options.Schema. Unset: a dedicated key table (pk,
+//	            no sort key, exp). An invalid schema refuses to start
 //
 // Set WRITER_REGION when the key table is an MREC global table used in
 // multiregion's HomeRegion mode, which refuses DynamoDB TTL: there,
@@ -39,9 +47,9 @@
 // win over that region's newer write of the key. So deploy one scheduled
 // sweeper per region, each in its region and with WRITER_REGION set to
 // that region's name (the multiregion.Region Name its stores write, which
-// must then be the AWS region's name). Each keeps its own cursor item
-// (SweepCursorKeyFor), which replicates but which no other region's
-// sweeper reads or overwrites. Leave WRITER_REGION unset on a single-region
+// must then be the AWS region's name). Each keeps its own cursor item,
+// which replicates but which no other region's sweeper reads or
+// overwrites. Leave WRITER_REGION unset on a single-region
 // table: a sweeper with it set leaves every record without that region
 // (written by a store without Options.Region) alone.
 //

@@ -58,7 +58,7 @@ func TestHelpExitsZeroAndNamesTheEndpointVariableAndEveryFlag(t *testing.T) {
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "AWS_ENDPOINT_URL_DYNAMODB")
 	assert.Contains(t, out, "lost when the")
-	for _, name := range []string{"addr", "ttl", "lease", "latency", "key-table", "payment-table", "unguarded"} {
+	for _, name := range []string{"addr", "ttl", "lease", "latency", "key-table", "payment-table", "single-table", "unguarded"} {
 		assert.Contains(t, out, "  -"+name, "the usage lists -%s", name)
 	}
 	assert.NotContains(t, out, "help requested")

@@ -3,11 +3,16 @@
 // idempotency key record.
 //
 //	go run ./examples/payments [-addr 127.0.0.1:8080] [-ttl 24h] [-lease 5m] [-latency 0]
-//		[-key-table idemkey-keys] [-payment-table payments] [-unguarded]
+//		[-key-table idemkey-keys] [-payment-table payments] [-single-table] [-otel] [-unguarded]
 //
 // With AWS_ENDPOINT_URL_DYNAMODB set it uses that endpoint; otherwise it
 // starts the embedded DynamoDB emulator (data lives as long as the process:
 // a restart begins with empty tables). It creates both tables if missing.
+// With -single-table the key records live in the payments table, next to
+// the payments (paymentsapi.SingleTableSchema), and -key-table is unused.
+// With -otel it writes OpenTelemetry to stdout: a JSON span per guarded
+// request and per DynamoDB call, and idemkey's metrics every 15 seconds
+// and at exit.
 // -h lists the flags and exits 0; a negative or zero -ttl or -lease, a
 // negative -latency, or a -ttl shorter than -lease is refused before
 // anything starts.
@@ -83,6 +88,8 @@ func flagSet(s *settings, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.api.Latency, "latency", 0, "simulated payment-processor latency inside the handler")
 	fs.StringVar(&s.api.KeyTable, "key-table", "idemkey-keys", "DynamoDB table of idempotency keys")
 	fs.StringVar(&s.api.PaymentTable, "payment-table", "payments", "DynamoDB table of payments")
+	fs.BoolVar(&s.api.SingleTable, "single-table", false, "keep the idempotency keys in the payments table, under the prefix \"idemkey#\", instead of -key-table")
+	fs.BoolVar(&s.otel, "otel", false, "write OpenTelemetry to stdout: a JSON span per guarded request (and its DynamoDB calls), idemkey's metrics every 15s and at exit")
 	fs.BoolVar(&s.api.Unguarded, "unguarded", false, "serve POST /payments WITHOUT idemkey (load-test baseline only: retries pay twice)")
 	return fs
 }
@@ -90,6 +97,7 @@ func flagSet(s *settings, stderr io.Writer) *flag.FlagSet {
 // settings are the command line's choices.
 type settings struct {
 	addr string
+	otel bool
 	api  paymentsapi.Config
 }
 
@@ -137,11 +145,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("creating tables: %w", err)
 	}
 
+	client := ep.Client
+	if s.otel {
+		tel, err := newTelemetry(stdout, 15*time.Second)
+		if err != nil {
+			return err
+		}
+		defer tel.shutdown(context.WithoutCancel(ctx))
+		client, s.api.Observer = ep.NewClient(tel.client), tel.observer
+	}
+
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: paymentsapi.NewHandler(ep.Client, s.api), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	srv := &http.Server{Handler: paymentsapi.NewHandler(client, s.api), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	where := "embedded emulator"
 	if !ep.Embedded {
 		where = ep.URL

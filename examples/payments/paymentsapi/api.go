@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/problem"
@@ -87,6 +88,34 @@ type Config struct {
 	// (handler.Options.Lease): a Lambda deployment ties it to the
 	// invocation's deadline with handler.LeaseFromDeadline.
 	LeaseFromRequest func(*http.Request) time.Duration
+	// SingleTable keeps the key records in PaymentTable, next to the
+	// payments, under SingleTableSchema; KeyTable is then unused. Each
+	// payment and its key record are written by one transaction on one
+	// table.
+	SingleTable bool
+	// Observer, when set, receives the Event of every guarded request
+	// next to the default log records (handler.LogObserver): an
+	// OpenTelemetry adapter, or Lambda's per-invocation metrics line.
+	Observer idemkey.Observer
+}
+
+// SingleTableSchema is where key records live in the payments table with
+// Config.SingleTable: the table's own key attributes (owner, id), every
+// key record under the partition key prefix "idemkey#" with the sort key
+// "idemkey", and TTL on "expires_at", which payments never carry. An
+// owner is a hex hash (OwnerOf), so no payment's partition key begins
+// with "idemkey#": payments and key records are disjoint, and a caller's
+// GET /payments (a Query on its owner) never meets a key record.
+var SingleTableSchema = dynamostore.KeySchema{
+	PartitionKey: "owner", SortKey: "id", SortKeyValue: "idemkey", Prefix: "idemkey", TTLAttribute: "expires_at",
+}
+
+// keyTable returns the table and key schema of the key records.
+func (c Config) keyTable() (string, dynamostore.KeySchema) {
+	if c.SingleTable {
+		return c.PaymentTable, SingleTableSchema
+	}
+	return c.KeyTable, dynamostore.KeySchema{}
 }
 
 // PaymentsClient is what the app calls directly: reads, and the write of
@@ -111,9 +140,11 @@ type Client interface {
 // NewHandler returns the payments API, guarded by idemkey.
 func NewHandler(client Client, cfg Config) http.Handler {
 	a := &app{cfg: cfg, client: client}
-	store := dynamostore.New(client, cfg.KeyTable, func(o *dynamostore.Options) {
+	table, schema := cfg.keyTable()
+	store := dynamostore.New(client, table, func(o *dynamostore.Options) {
 		o.Retention = cfg.Retention
 		o.Lease = cfg.Lease
+		o.Schema = schema
 	})
 	idem := handler.New(store, func(o *handler.Options) {
 		// The scope is the authenticated caller (authenticate runs first),
@@ -125,6 +156,9 @@ func NewHandler(client Client, cfg Config) http.Handler {
 			return "", errors.New("the request is not authenticated")
 		}
 		o.Lease = cfg.LeaseFromRequest
+		if cfg.Observer != nil {
+			o.Guard.Observer = idemkey.Observers(handler.LogObserver(nil), cfg.Observer)
+		}
 	})
 	mux := http.NewServeMux()
 	if cfg.Unguarded {
@@ -330,7 +364,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // EnsureTables creates the key table and the payments table if missing.
+// With SingleTable it only makes the payments table ready for payments and
+// key records (dynamostore.EnsureSchemaTable with SingleTableSchema): it
+// creates it with TTL on "expires_at" if missing, and checks an existing
+// one.
 func EnsureTables(ctx context.Context, client dynamostore.TableClient, cfg Config) error {
+	if cfg.SingleTable {
+		return dynamostore.EnsureSchemaTable(ctx, client, cfg.PaymentTable, SingleTableSchema, 0)
+	}
 	if err := dynamostore.EnsureTable(ctx, client, cfg.KeyTable, 0); err != nil {
 		return err
 	}

@@ -78,6 +78,9 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	// One EMF line per invocation on stdout: the template's dashboard and
+	// its lock-lost and unavailable alarms read these metrics.
+	cfg.Observer = idemlambda.NewMetrics(os.Stdout)
 	lambda.Start(newFunction(client, cfg))
 }
 

@@ -1,0 +1,37 @@
+// Package idemotel publishes idemkey's observations in OpenTelemetry:
+// metrics for every request a Guard handles and for each sweep, and a
+// span per guarded request. It uses the OpenTelemetry API only; the
+// application chooses the SDK and the exporters, and passes their
+// providers in Options (the global ones by default, as the OpenTelemetry
+// contrib instrumentations do).
+//
+// New returns an Observer to set as idemkey.Options.Observer (in
+// handler.Options.Guard, lambda.FuncOptions.Guard, ...):
+//
+//   - the counter idemkey.requests ({request}), with the attributes
+//     outcome, mode and front_door (and class, the dynamostore.Class, for
+//     the permanent outcome);
+//   - the histograms idemkey.claim.duration, idemkey.run.duration and
+//     idemkey.commit.duration (seconds), with the same attributes, each
+//     recorded when the request went through that phase;
+//   - a span idemkey.guard per request, a child of the span in the
+//     request's context (the incoming request's, from otelhttp or the
+//     Lambda instrumentation), parent of the spans of what runs inside:
+//     the store's DynamoDB calls (instrumented by the AWS SDK's own
+//     instrumentation) and the guarded function. Its events are claim and
+//     commit, at the instants those phases ended; its status is Error,
+//     described by the outcome, when the outcome is one to look at (lock
+//     lost, unavailable, permanent, effect condition failed, corrupt
+//     record, error, and a function that failed or panicked).
+//
+// Every attribute value comes from a small fixed set (outcomes, modes,
+// front doors, classes, regions, table names), so the metrics' cardinality
+// is bounded. No attribute carries the key, the scope, a body or a header:
+// the span has idemkey.key_hash (idemkey.Event.KeyHash, a truncated
+// SHA-256 of the key) to find the request's log record, and nothing else
+// about the key.
+//
+// RecordSweep turns a sweeper's report into the idemkey.sweep.*
+// instruments, and the Observer counts a multi-region store's routing
+// decisions (idemkey.RoutingObserver) in idemkey.multiregion.decisions.
+package idemotel

@@ -1,0 +1,72 @@
+package localstack
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/truora/minidyn/server"
+)
+
+// engineExchange is one request of TestEngineAnswersAsMinidynServer.
+type engineExchange struct {
+	method, op, body string
+}
+
+// TestEngineAnswersAsMinidynServer sends the same requests, in the same
+// order, to minidyn's own HTTP server and to the front's engine, each
+// fresh, and requires byte-identical answers: status, Content-Type and
+// body, errors included.
+func TestEngineAnswersAsMinidynServer(t *testing.T) {
+	const table = `"TableName":"t"`
+	exchanges := []engineExchange{
+		{op: "CreateTable", body: `{` + table + `,"BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`},
+		{op: "CreateTable", body: `{` + table + `,"BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`},
+		{op: "DescribeTable", body: `{` + table + `}`},
+		{op: "PutItem", body: `{` + table + `,"Item":{"pk":{"S":"a"},"sk":{"S":"1"},"n":{"N":"5"},"html":{"S":"<b>&</b>"},"l":{"L":[{"S":"x"},{"M":{"k":{"BOOL":false}}}]},"b":{"B":"AAE="},"ss":{"SS":["p","q"]}}}`},
+		{op: "PutItem", body: `{` + table + `,"Item":{"pk":{"S":"a"},"sk":{"S":"1"}},"ConditionExpression":"attribute_not_exists(pk)","ReturnValuesOnConditionCheckFailure":"ALL_OLD"}`},
+		{op: "PutItem", body: `{` + table + `,"Item":{"pk":{"S":"a"}}}`},
+		{op: "PutItem", body: `{"TableName":"missing","Item":{"pk":{"S":"a"}}}`},
+		{op: "UpdateItem", body: `{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"UpdateExpression":"SET n = n + :one","ConditionExpression":"n = :zero","ExpressionAttributeValues":{":one":{"N":"1"},":zero":{"N":"0"}},"ReturnValuesOnConditionCheckFailure":"ALL_OLD"}`},
+		{op: "UpdateItem", body: `{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"UpdateExpression":"SET n = n + :one","ExpressionAttributeValues":{":one":{"N":"1"}},"ReturnValues":"ALL_NEW"}`},
+		{op: "GetItem", body: `{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ConsistentRead":true}`},
+		{op: "GetItem", body: `{` + table + `,"Key":{"pk":{"S":"nope"},"sk":{"S":"1"}}}`},
+		{op: "Query", body: `{` + table + `,"KeyConditionExpression":"pk = :p","ExpressionAttributeValues":{":p":{"S":"a"}}}`},
+		{op: "Scan", body: `{` + table + `,"Limit":1}`},
+		{op: "BatchWriteItem", body: `{"RequestItems":{"t":[{"PutRequest":{"Item":{"pk":{"S":"b"},"sk":{"S":"2"}}}}]}}`},
+		{op: "BatchGetItem", body: `{"RequestItems":{"t":{"Keys":[{"pk":{"S":"b"},"sk":{"S":"2"}}]}}}`},
+		{op: "TransactWriteItems", body: `{"TransactItems":[{"Put":{` + table + `,"Item":{"pk":{"S":"c"},"sk":{"S":"3"}}}},{"Update":{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"UpdateExpression":"SET n = :v","ConditionExpression":"n = :zero","ExpressionAttributeValues":{":v":{"N":"9"},":zero":{"N":"0"}},"ReturnValuesOnConditionCheckFailure":"ALL_OLD"}}]}`},
+		{op: "TransactWriteItems", body: `{"TransactItems":[{"Delete":{` + table + `,"Key":{"pk":{"S":"b"},"sk":{"S":"2"}}}}]}`},
+		{op: "TransactGetItems", body: `{"TransactItems":[{"Get":{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}}}}]}`},
+		{op: "DeleteItem", body: `{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ReturnValues":"ALL_OLD"}`},
+		{op: "DeleteItem", body: `{` + table + `,"Key":{"pk":{"S":"a"},"sk":{"S":"1"}},"ConditionExpression":"attribute_exists(pk)"}`},
+		{op: "UpdateTable", body: `{` + table + `,"BillingMode":"PAY_PER_REQUEST"}`},
+		{op: "PutItem", body: `{"TableName":5}`},
+		{op: "PutItem", body: `{not json`},
+		{op: "ListGlobalTables", body: `{}`},
+		{method: http.MethodGet, op: "GetItem", body: ``},
+		{op: "DeleteTable", body: `{` + table + `}`},
+		{op: "DeleteTable", body: `{` + table + `}`},
+	}
+	minidyn, eng := server.NewServer(), newEngine()
+	for _, x := range exchanges {
+		want, got := exchangeWith(minidyn, x), exchangeWith(eng, x)
+		assert.Equal(t, want.Code, got.Code, "%s %s: status", x.op, x.body)
+		assert.Equal(t, want.Header().Get("Content-Type"), got.Header().Get("Content-Type"), "%s %s: Content-Type", x.op, x.body)
+		assert.Equal(t, want.Body.String(), got.Body.String(), "%s %s: body", x.op, x.body)
+	}
+}
+
+func exchangeWith(h http.Handler, x engineExchange) *httptest.ResponseRecorder {
+	method := x.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req := httptest.NewRequest(method, "/", bytes.NewReader([]byte(x.body)))
+	req.Header.Set("X-Amz-Target", targetPrefix+x.op)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
