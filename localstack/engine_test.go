@@ -2,8 +2,11 @@ package localstack
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,8 +58,47 @@ func TestEngineAnswersAsMinidynServer(t *testing.T) {
 		want, got := exchangeWith(minidyn, x), exchangeWith(eng, x)
 		assert.Equal(t, want.Code, got.Code, "%s %s: status", x.op, x.body)
 		assert.Equal(t, want.Header().Get("Content-Type"), got.Header().Get("Content-Type"), "%s %s: Content-Type", x.op, x.body)
-		assert.Equal(t, want.Body.String(), got.Body.String(), "%s %s: body", x.op, x.body)
+		if w, g := want.Body.String(), got.Body.String(); w != g {
+			// DynamoDB's sets are unordered, and minidyn holds them in
+			// maps: the same set may come out in another order. Any
+			// other difference, escaping included (it changes the
+			// length), fails.
+			assert.Equal(t, len(w), len(g), "%s %s: body length", x.op, x.body)
+			assert.Equal(t, sortedSets(t, w), sortedSets(t, g), "%s %s: body", x.op, x.body)
+		}
 	}
+}
+
+// sortedSets returns the JSON document body with the members of every
+// string, number and binary set in sorted order.
+func sortedSets(t *testing.T, body string) string {
+	t.Helper()
+	var doc any
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		return body
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, member := range v {
+				if set, ok := member.([]any); ok && (k == "SS" || k == "NS" || k == "BS") {
+					sort.Slice(set, func(i, j int) bool { return fmt.Sprint(set[i]) < fmt.Sprint(set[j]) })
+				}
+				walk(member)
+			}
+		case []any:
+			for _, member := range v {
+				walk(member)
+			}
+		}
+	}
+	walk(doc)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 func exchangeWith(h http.Handler, x engineExchange) *httptest.ResponseRecorder {
