@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,13 +26,10 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -150,47 +146,20 @@ func (s *payments) CreatePayment(ctx context.Context, in *paymentspb.CreatePayme
 	if !ok {
 		return nil, status.Error(codes.Internal, "payments must be created through idemkey")
 	}
-	p := paymentsapi.Payment{ID: "pay_" + strings.ToLower(rand.Text()[:16]), Amount: in.Amount, Currency: in.Currency}
-	tx.Put(types.Put{
-		TableName: aws.String(s.table),
-		Item: map[string]types.AttributeValue{
-			"owner":    &types.AttributeValueMemberS{Value: ownerFrom(ctx)},
-			"id":       &types.AttributeValueMemberS{Value: p.ID},
-			"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
-			"currency": &types.AttributeValueMemberS{Value: p.Currency},
-		},
-		ConditionExpression: aws.String("attribute_not_exists(id)"),
-	})
+	p, put := paymentsapi.NewPayment(paymentsapi.Payment{Amount: in.Amount, Currency: in.Currency}, ownerFrom(ctx), s.table, time.Now())
+	tx.Put(put)
 	return &paymentspb.Payment{Id: p.ID, Amount: p.Amount, Currency: p.Currency}, nil
 }
 
 // ListPayments lists the caller's payments, oldest first.
 func (s *payments) ListPayments(ctx context.Context, _ *paymentspb.ListPaymentsRequest) (*paymentspb.ListPaymentsResponse, error) {
+	list, err := paymentsapi.ListPayments(ctx, s.client, s.table, ownerFrom(ctx))
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, "payments cannot be read right now")
+	}
 	out := &paymentspb.ListPaymentsResponse{}
-	p := dynamodb.NewQueryPaginator(s.client, &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#o = :o"),
-		ExpressionAttributeNames:  map[string]string{"#o": "owner"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: ownerFrom(ctx)}},
-	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, status.Error(codes.Unavailable, "payments cannot be read right now")
-		}
-		for _, item := range page.Items {
-			var pay paymentspb.Payment
-			if v, ok := item["id"].(*types.AttributeValueMemberS); ok {
-				pay.Id = v.Value
-			}
-			if v, ok := item["amount"].(*types.AttributeValueMemberN); ok {
-				pay.Amount, _ = strconv.ParseInt(v.Value, 10, 64)
-			}
-			if v, ok := item["currency"].(*types.AttributeValueMemberS); ok {
-				pay.Currency = v.Value
-			}
-			out.Payments = append(out.Payments, &pay)
-		}
+	for _, p := range list {
+		out.Payments = append(out.Payments, &paymentspb.Payment{Id: p.ID, Amount: p.Amount, Currency: p.Currency})
 	}
 	return out, nil
 }

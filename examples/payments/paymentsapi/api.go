@@ -220,21 +220,7 @@ func (a *app) create(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p.ID = newID(time.Now())
-	item := map[string]types.AttributeValue{
-		"owner":    &types.AttributeValueMemberS{Value: ownerFrom(r.Context())},
-		"id":       &types.AttributeValueMemberS{Value: p.ID},
-		"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
-		"currency": &types.AttributeValueMemberS{Value: p.Currency},
-	}
-	if p.Description != "" {
-		item["description"] = &types.AttributeValueMemberS{Value: p.Description}
-	}
-	put := types.Put{
-		TableName:           aws.String(a.cfg.PaymentTable),
-		Item:                item,
-		ConditionExpression: aws.String("attribute_not_exists(id)"),
-	}
+	p, put := NewPayment(p, ownerFrom(r.Context()), a.cfg.PaymentTable, time.Now())
 	if a.cfg.Unguarded {
 		_, err := a.client.PutItem(r.Context(), &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression})
 		if err != nil {
@@ -314,29 +300,61 @@ func (a *app) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *app) list(w http.ResponseWriter, r *http.Request) {
+	payments, err := ListPayments(r.Context(), a.client, a.cfg.PaymentTable, ownerFrom(r.Context()))
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		fail(w, http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "Payments cannot be read right now.")
+		return
+	}
+	writeJSON(w, http.StatusOK, List{Payments: payments, Count: len(payments)})
+}
+
+// NewPayment gives p a new id, ordered by its creation time now, and
+// returns it with the Put that stores it for owner in table, conditional
+// on the id being new: the write a create stages on its txn.Tx (the HTTP
+// API and the gRPC example both).
+func NewPayment(p Payment, owner, table string, now time.Time) (Payment, types.Put) {
+	p.ID = newID(now)
+	item := map[string]types.AttributeValue{
+		"owner":    &types.AttributeValueMemberS{Value: owner},
+		"id":       &types.AttributeValueMemberS{Value: p.ID},
+		"amount":   &types.AttributeValueMemberN{Value: strconv.FormatInt(p.Amount, 10)},
+		"currency": &types.AttributeValueMemberS{Value: p.Currency},
+	}
+	if p.Description != "" {
+		item["description"] = &types.AttributeValueMemberS{Value: p.Description}
+	}
+	return p, types.Put{
+		TableName:           aws.String(table),
+		Item:                item,
+		ConditionExpression: aws.String("attribute_not_exists(id)"),
+	}
+}
+
+// ListPayments returns owner's payments in table, oldest first (ids sort
+// by creation time), every page of the Query read. It never returns nil
+// without an error.
+func ListPayments(ctx context.Context, client PaymentsClient, table, owner string) ([]Payment, error) {
 	payments := []Payment{}
 	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(a.cfg.PaymentTable),
+		TableName:                 aws.String(table),
 		KeyConditionExpression:    aws.String("#o = :o"),
 		ExpressionAttributeNames:  map[string]string{"#o": "owner"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: ownerFrom(r.Context())}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":o": &types.AttributeValueMemberS{Value: owner}},
 	}
 	for {
-		out, err := a.client.Query(r.Context(), in)
+		out, err := client.Query(ctx, in)
 		if err != nil {
-			w.Header().Set("Retry-After", "1")
-			fail(w, http.StatusServiceUnavailable, "store-unavailable", "Store unavailable", "Payments cannot be read right now.")
-			return
+			return nil, err
 		}
 		for _, item := range out.Items {
 			payments = append(payments, paymentOf(item))
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			break
+			return payments, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
-	writeJSON(w, http.StatusOK, List{Payments: payments, Count: len(payments)})
 }
 
 func paymentOf(item map[string]types.AttributeValue) Payment {
