@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -26,7 +25,9 @@ import (
 )
 
 // The latency benchmark's network: every DynamoDB call takes
-// latencyBase ± latencyJitter (uniform, seeded), spent in the client.
+// latencyBase ± latencyJitter (uniform, seeded), the emulator's time to
+// answer included, as DynamoDB's own service time is part of a real round
+// trip.
 const (
 	latencyBase    = 4 * time.Millisecond
 	latencyJitter  = time.Millisecond
@@ -47,12 +48,15 @@ const (
 // one_trip, first executions staging that effect; replay, a repeat of an
 // executed key (no cache); replay_cached, the same from the Guard's cache.
 //
-// The emulator serialises requests, but the delay is spent in the client
-// (outside its lock), so calls of different clients overlap as they would
-// on the network; only the emulator's own service time is queued. The
-// endpoint is always the embedded emulator: the clients of a loopback
-// external endpoint send one request at a time, which would queue the
-// latency itself. Run with -benchtime Nx (N requests per case).
+// The clients call the embedded emulator in process (no loopback socket:
+// localstack.Options.InProcess), and what remains of each call's
+// round-trip time once the emulator has answered is spent in the client,
+// outside the emulator's lock, so calls of different clients overlap as
+// they would on the network. The emulator's CPU time still shares the
+// machine's cores with the clients'. The endpoint is always the embedded
+// emulator: the clients of a loopback external endpoint send one request
+// at a time, which would queue the latency itself. Run with -benchtime Nx
+// (N requests per case).
 func BenchmarkLatency(b *testing.B) {
 	cases := []struct {
 		name   string
@@ -71,9 +75,7 @@ func BenchmarkLatency(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ep := localstack.ForTest(b, func(o *localstack.Options) {
 				o.Embedded = true
-				o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-					t.MaxIdleConnsPerHost = 4 * latencyClients // no reconnects under load
-				})
+				o.InProcess = true
 				o.Latency = &localstack.Latency{Base: latencyBase, Jitter: latencyJitter, Seed: latencySeed}
 			})
 			keys, payments := localstack.TableName("keys"), localstack.TableName("payments")

@@ -11,20 +11,26 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
-// Latency is a per-call network delay, for benchmarks that measure what a
-// request costs in round trips. Each call is delayed by a duration drawn
+// Latency is a per-call round-trip time, for benchmarks that measure what
+// a request costs in round trips. Each call takes a duration drawn
 // uniformly from [Base-Jitter, Base+Jitter] (never below zero) by a
-// generator seeded with Seed, so one seed gives one sequence of delays;
-// which call gets which delay depends on the order in which concurrent
-// calls draw. The delay is spent before the request is sent. Timers wake
-// up late (by a fraction of a millisecond on a virtual machine), so each
-// wait is shortened by the mean lateness of the client's waits so far:
-// the delays spent average the drawn ones instead of exceeding them.
+// generator seeded with Seed, so one seed gives one sequence of
+// durations; which call gets which depends on the order in which
+// concurrent calls draw.
 //
-// The delay is spent in the caller's HTTP client, outside the endpoint:
-// an endpoint that serialises its requests (the embedded emulator) keeps
-// serving other calls while one is delayed, as a server does while a
-// packet is on the wire.
+// The duration is the whole call as the client sees it, the endpoint's
+// time to answer included, as a server's service time is part of a real
+// round trip: the request is sent at once and its answer is handed back
+// when the drawn duration has passed since it was sent, or as soon as it
+// arrives when the endpoint took longer. An endpoint that serialises its
+// requests (the embedded emulator) therefore keeps serving other calls
+// while one is held, as a server does while a packet is on the wire.
+//
+// The Go runtime wakes a sleeping goroutine up to about a millisecond
+// late when the process is otherwise idle (it waits for events in whole
+// milliseconds), so each hold is shortened by the mean lateness of the
+// client's holds so far: the durations spent average the drawn ones
+// instead of exceeding them.
 type Latency struct {
 	// Base is the mean delay of a call, the round-trip time.
 	Base time.Duration
@@ -70,30 +76,52 @@ func (c *LatencyClient) draw() time.Duration {
 	return max(d, 0)
 }
 
-// Do sends req with the next client after its delay. When req's context
-// ends during the delay, Do returns the context's error and sends nothing.
+// Do sends req with the next client and returns its answer once the
+// call's drawn duration has passed. When req's context has ended before
+// the call, Do returns the context's error and sends nothing; when it
+// ends while the answer is held, Do closes the answer's body and returns
+// the context's error.
 func (c *LatencyClient) Do(req *http.Request) (*http.Response, error) {
-	d := c.draw()
-	c.mu.Lock()
-	wait := d - c.late
-	c.mu.Unlock()
-	start := time.Now()
-	if err := sleep(req.Context(), wait); err != nil {
+	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
-	if wait > 0 {
-		// A stall of the whole process (a GC pause, a descheduled VM) is
-		// not timer lateness: samples are capped at maxLateness.
-		late := min(max(time.Since(start)-wait, 0), maxLateness)
-		c.mu.Lock()
-		c.late += (late - c.late) / 16
-		c.mu.Unlock()
+	d := c.draw()
+	sent := time.Now()
+	resp, err := c.next.Do(req)
+	if err != nil {
+		return resp, err
 	}
-	return c.next.Do(req)
+	c.mu.Lock()
+	wait := holdFor(d, time.Since(sent), c.late)
+	c.mu.Unlock()
+	if wait <= 0 {
+		return resp, nil
+	}
+	held := time.Now()
+	if err := sleep(req.Context(), wait); err != nil {
+		_ = resp.Body.Close()
+		return nil, err
+	}
+	// A stall of the whole process (a GC pause, a descheduled VM) is not
+	// timer lateness: samples are capped at maxLateness.
+	late := min(max(time.Since(held)-wait, 0), maxLateness)
+	c.mu.Lock()
+	c.late += (late - c.late) / 16
+	c.mu.Unlock()
+	return resp, nil
 }
 
-// maxLateness caps one wait's contribution to the lateness estimate.
-const maxLateness = 500 * time.Microsecond
+// holdFor returns how long to hold an answer that took elapsed to arrive,
+// for a call of drawn duration d, when timers wake up late by late on
+// average: what remains of d, less the lateness; zero or less means the
+// answer is handed back at once.
+func holdFor(d, elapsed, late time.Duration) time.Duration {
+	return d - elapsed - late
+}
+
+// maxLateness caps one hold's contribution to the lateness estimate: a
+// little more than the millisecond by which the runtime can wake late.
+const maxLateness = 1500 * time.Microsecond
 
 // sleep waits for d or until ctx is done, whichever comes first.
 func sleep(ctx context.Context, d time.Duration) error {

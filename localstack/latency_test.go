@@ -50,7 +50,7 @@ func TestLatencyDelaysAreSeededAndWithinJitter(t *testing.T) {
 	assert.Panics(t, func() { NewLatencyClient(nil, Latency{Base: -1}) })
 }
 
-func TestLatencyCallWhoseContextEndsInTheDelayIsNeverSent(t *testing.T) {
+func TestLatencyCallWhoseContextHasEndedIsNeverSent(t *testing.T) {
 	next := &countingClient{}
 	c := NewLatencyClient(next, Latency{Base: time.Hour, Seed: 1})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -60,6 +60,35 @@ func TestLatencyCallWhoseContextEndsInTheDelayIsNeverSent(t *testing.T) {
 	_, err = c.Do(req)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, int64(0), next.sent.Load(), "the request never left the client")
+}
+
+func TestLatencyHoldsAnAnswerForWhatRemainsOfTheDrawnDuration(t *testing.T) {
+	const d = 4 * time.Millisecond
+	assert.Equal(t, 3*time.Millisecond, holdFor(d, time.Millisecond, 0), "the endpoint's time counts toward the call")
+	assert.Equal(t, 2*time.Millisecond, holdFor(d, time.Millisecond, time.Millisecond), "shortened by the mean lateness")
+	assert.LessOrEqual(t, holdFor(d, 5*time.Millisecond, 0), time.Duration(0), "a slower endpoint is not held on top")
+
+	// A call to an endpoint that answers at once takes the drawn duration
+	// (a lower bound: a loaded machine only makes it longer), less at
+	// most the lateness estimate.
+	const base = 30 * time.Millisecond
+	c := NewLatencyClient(instantClient{}, Latency{Base: base, Seed: 1})
+	req, err := http.NewRequest(http.MethodPost, "http://in-process/", nil)
+	require.NoError(t, err)
+	for range 3 {
+		start := time.Now()
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.GreaterOrEqual(t, time.Since(start), base-maxLateness)
+	}
+}
+
+// instantClient answers every request at once with an empty 200.
+type instantClient struct{}
+
+func (instantClient) Do(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 }
 
 func TestLatencyOptionDelaysEveryCallOfTheEndpointsClients(t *testing.T) {
@@ -75,7 +104,7 @@ func TestLatencyOptionDelaysEveryCallOfTheEndpointsClients(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "the call waits out the latency: %v", err)
-	assert.Equal(t, int64(0), next.sent.Load(), "the delay comes before the request is sent")
+	assert.Equal(t, int64(1), next.sent.Load(), "sent at once through HTTPClient, its answer held")
 
 	// Without a context deadline the same kind of client reaches the
 	// emulator: a short latency, and the call succeeds through HTTPClient.
@@ -85,5 +114,5 @@ func TestLatencyOptionDelaysEveryCallOfTheEndpointsClients(t *testing.T) {
 	})
 	_, err = fast.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{Limit: aws.Int32(1)})
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), next.sent.Load(), "one call, sent once through HTTPClient")
+	assert.Equal(t, int64(2), next.sent.Load(), "one more call, sent once through HTTPClient")
 }

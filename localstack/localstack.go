@@ -106,8 +106,9 @@ func startEmbedded(o Options) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localstack: listening for the embedded emulator: %w", err)
 	}
+	h := NewHandler(func(p *Options) { *p = o })
 	srv := &http.Server{
-		Handler:           NewHandler(func(p *Options) { *p = o }),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	e := &Endpoint{
@@ -133,8 +134,12 @@ func startEmbedded(o Options) (*Endpoint, error) {
 		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, ""),
 		BaseEndpoint: aws.String(e.URL),
 	}
-	if o.HTTPClient != nil {
-		e.cfg.HTTPClient = o.HTTPClient
+	base := o.HTTPClient
+	if o.InProcess {
+		base = handlerClient{h: h}
+	}
+	if c := o.clientFor(base); c != nil {
+		e.cfg.HTTPClient = c
 	}
 	e.Client = e.NewClient()
 	return e, nil
@@ -149,8 +154,8 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
 	}
-	if o.HTTPClient != nil {
-		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	if c := o.clientFor(o.HTTPClient); c != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(c))
 	}
 	cfg, err := LoadConfig(ctx, raw, loadOpts...)
 	if err != nil {

@@ -33,14 +33,24 @@ type Options struct {
 	// Nil selects the SDK's default.
 	HTTPClient aws.HTTPClient
 
-	// Latency, when set, delays every call of the SDK clients Start
-	// configures by a seeded per-call latency (see Latency), in front of
-	// HTTPClient, for an embedded emulator and an external endpoint alike.
-	// The delay is spent in the client, outside the embedded emulator's
-	// serialisation of requests; the clients of a loopback external
-	// endpoint, which send one request at a time (see Start), spend it
-	// within their turn. Nil adds no delay.
+	// Latency, when set, makes every call of the SDK clients Start
+	// configures take a seeded per-call round-trip time (see Latency),
+	// in front of HTTPClient, for an embedded emulator and an external
+	// endpoint alike. The endpoint's own time to answer counts toward it;
+	// what remains is spent in the client, outside the embedded
+	// emulator's serialisation of requests. The clients of a loopback
+	// external endpoint, which send one request at a time (see Start),
+	// spend it within their turn. Nil adds no delay.
 	Latency *Latency
+
+	// InProcess makes the SDK clients Start configures for the embedded
+	// emulator call its handler in the caller's goroutine instead of
+	// sending each request over a loopback socket: no connection, no
+	// server goroutine, no system call. HTTPClient is then not used (its
+	// transport settings have nothing to act on); Latency still applies.
+	// The emulator is served on Addr as well, for other clients. It has
+	// no effect on an external endpoint.
+	InProcess bool
 
 	// Now is the clock the front uses for the ClientRequestToken window.
 	// Nil selects time.Now. Tests inject a fake clock to step past the
@@ -135,11 +145,14 @@ func resolveOptions(optFns []func(*Options)) Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Latency != nil {
-		// Folded into HTTPClient once, so that options resolved again
-		// (NewHandler's) do not delay twice.
-		o.HTTPClient = NewLatencyClient(o.HTTPClient, *o.Latency)
-		o.Latency = nil
-	}
 	return o
+}
+
+// clientFor returns the HTTP client of the SDK clients: base (nil for the
+// SDK's default) behind the configured Latency, if any.
+func (o Options) clientFor(base aws.HTTPClient) aws.HTTPClient {
+	if o.Latency == nil {
+		return base
+	}
+	return NewLatencyClient(base, *o.Latency)
 }
