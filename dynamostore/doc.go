@@ -25,6 +25,8 @@
 //	created   N  epoch milliseconds of the claim
 //	done      N  epoch milliseconds of the completion
 //	exp       N  epoch SECONDS: the table's TTL attribute
+//	exp_bucket S the expiry index's partition key: "p" (in progress) or
+//	             "c" (completed) and a shard of pk, "p07" (ExpiryBucket)
 //
 // That is the default KeySchema, for a table of key records only. On a
 // table shared with the application's items (Options.Schema), pk and exp
@@ -71,12 +73,23 @@
 // under a reserved key that no key record has.
 // Cost: one Scan per page, one DeleteItem per removed record.
 //
+// A Scan reads the whole table, so its cost grows with the live records.
+// In SweepIndex mode (SweepOptions.Mode) the sweeper reads instead a
+// global secondary index, ExpiryIndexName, that EnsureExpiryIndex adds
+// to the table: keyed by exp_bucket and sorted by exp, it holds every
+// record in one of 32 shards per state, so that the in-progress records
+// and the expired completed ones are read without the live completed
+// ones. A run then costs read units in proportion to the records it has
+// work on plus 96 small queries, and the index costs about four write
+// units per request over a record's life (see EnsureExpiryIndex).
+//
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the
 // handler and lambda packages for the front doors.
 //
 // The public surface: Store (New, EnsureTable, EnsureSchemaTable,
 // EnsureTableWithoutTTL) with its Options and KeySchema, the record types (Request, Response, Record, Claim), the
-// Sweeper (NewSweeper, Sweep, Resume) with SweepOptions and SweepReport,
-// the limits and attribute names, and the errors.
+// Sweeper (NewSweeper, Sweep, Resume) with SweepOptions, SweepMode and
+// SweepReport, the expiry index (EnsureExpiryIndex, ExpiryBucket), the
+// limits and attribute names, and the errors.
 package dynamostore

@@ -180,9 +180,9 @@ func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{
 // baseItem encodes the attributes shared by both states. Its values are
 // allocated together: an item is built on every request.
 func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
-	strs := make([]types.AttributeValueMemberS, 7)
+	strs := make([]types.AttributeValueMemberS, 8)
 	nums := make([]types.AttributeValueMemberN, 4)
-	item := make(map[string]types.AttributeValue, 18)
+	item := make(map[string]types.AttributeValue, 19)
 	str := func(i int, name, v string) { strs[i].Value = v; item[name] = &strs[i] }
 	num := func(i int, name string, v int64) { nums[i].Value = strconv.FormatInt(v, 10); item[name] = &nums[i] }
 	str(0, l.PartitionKey, l.Value(r.Scope, r.Key))
@@ -196,6 +196,7 @@ func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
 	str(2, attrPath, r.Path)
 	str(3, attrState, string(r.State))
 	str(4, attrLock, r.LockToken)
+	str(7, ExpiryBucketAttribute, ExpiryBucket(KeySchema(l.Schema), strs[0].Value, r.State))
 	nums[0].Value = recordFormat
 	item[attrVersion] = &nums[0]
 	num(1, attrLockExp, r.LockExpires.UnixMilli())

@@ -38,7 +38,10 @@ func TestRetentionShorterThanLeaseIsRefusedAtConstruction(t *testing.T) {
 }
 
 func TestClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive)
+}
+
+func testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T, e *env) {
 	e.clock.Advance(500 * time.Millisecond) // exp must round the lock's end up
 	s := e.store(nil, func(o *dynamostore.Options) { o.Retention, o.Lease = time.Minute, time.Minute })
 	ctx := context.Background()
@@ -87,7 +90,10 @@ func legacyInProgress(t *testing.T, e *env, key string) *dynamostore.Record {
 }
 
 func TestInProgressRecordUnderALiveLockStandsPastItsExp(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testInProgressRecordUnderALiveLockStandsPastItsExp)
+}
+
+func testInProgressRecordUnderALiveLockStandsPastItsExp(t *testing.T, e *env) {
 	s := e.store(nil)
 	ctx := context.Background()
 	legacyInProgress(t, e, "k1")
@@ -111,7 +117,10 @@ func TestInProgressRecordUnderALiveLockStandsPastItsExp(t *testing.T) {
 }
 
 func TestSweepEvictionNeverDeletesALiveLockWrittenSinceTheScan(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepEvictionNeverDeletesALiveLockWrittenSinceTheScan)
+}
+
+func testSweepEvictionNeverDeletesALiveLockWrittenSinceTheScan(t *testing.T, e *env) {
 	ctx := context.Background()
 	// An expired completed record, replaced between the scan and the
 	// delete by an in-progress record whose lock holds but whose exp has

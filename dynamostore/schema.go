@@ -68,7 +68,7 @@ func (s KeySchema) withDefaults() KeySchema { return KeySchema(s.internal()) }
 var recordAttributes = []string{
 	attrVersion, attrMethod, attrPath, attrFP, attrState, attrLock, attrLockExp, attrStatus,
 	attrHeader, attrBody, attrEnc, attrOmitted, attrCreated, attrDone, attrRegion, keyschema.Marker,
-	attrSweepCursor, attrSweepUpdated,
+	attrSweepCursor, attrSweepUpdated, ExpiryBucketAttribute,
 }
 
 // Validate reports what makes s unusable: a SortKey without SortKeyValue

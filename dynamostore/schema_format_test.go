@@ -27,7 +27,8 @@ func rawRecord(t *testing.T, client *dynamodb.Client, table string, key map[stri
 }
 
 // The record format on the default schema is the one every existing table
-// holds: this pins it attribute by attribute, in both states.
+// holds, plus the expiry bucket (which readers of older versions ignore):
+// this pins it attribute by attribute, in both states.
 func TestDefaultSchemaRecordFormatIsUnchanged(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -41,6 +42,9 @@ func TestDefaultSchemaRecordFormatIsUnchanged(t *testing.T) {
 		"fp": &types.AttributeValueMemberB{Value: fp("a")}, "state": s("in_progress"), "lock": s("LOCK"),
 		"lock_exp": n(now.Add(dynamostore.DefaultLease).UnixMilli()), "created": n(now.UnixMilli()),
 		"exp": n(now.Add(dynamostore.DefaultRetention).Unix()),
+		// The expiry bucket: in progress, shard 7 (a hash of the
+		// partition key value, modulo 32).
+		"exp_bucket": s("p07"),
 	}
 	assert.Equal(t, inProgress, rawRecord(t, e.ep.Client, e.table, key))
 
@@ -53,6 +57,7 @@ func TestDefaultSchemaRecordFormatIsUnchanged(t *testing.T) {
 		completed[k] = v
 	}
 	completed["state"] = s("completed")
+	completed["exp_bucket"] = s("c07")
 	completed["done"] = n(done.UnixMilli())
 	completed["exp"] = n(done.Add(dynamostore.DefaultRetention).Unix())
 	completed["status"] = n(201)

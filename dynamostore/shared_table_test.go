@@ -31,6 +31,7 @@ type sharedEnv struct {
 	calls  *ddbtest.Counter
 	clock  *ddbtest.Clock
 	table  string
+	mode   dynamostore.SweepMode
 }
 
 func newSharedEnv(t *testing.T) *sharedEnv {
@@ -52,7 +53,21 @@ func (e *sharedEnv) store(optFns ...func(*dynamostore.Options)) *dynamostore.Sto
 func (e *sharedEnv) sweeper(client dynamostore.SweepClient) *dynamostore.Sweeper {
 	return dynamostore.NewSweeper(client, e.table, func(o *dynamostore.SweepOptions) {
 		o.Now, o.Segments, o.PageSize, o.ItemsPerSecond, o.Schema = e.clock.Now, 2, 10, -1, sharedSchema
+		o.Mode = e.mode
 	})
+}
+
+// inSharedModes runs test once per SweepMode, each on a shared table of
+// its own whose sweeper has that mode; in SweepIndex mode the table has
+// the expiry index.
+func inSharedModes(t *testing.T, test func(t *testing.T, e *sharedEnv)) {
+	t.Helper()
+	forModes(t, func(t *testing.T, mode dynamostore.SweepMode) *sharedEnv {
+		e := newSharedEnv(t)
+		e.mode = mode
+		indexFor(t, mode, e.ep.Client, e.table, sharedSchema)
+		return e
+	}, test)
 }
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -88,6 +103,8 @@ func (e *sharedEnv) userItems(t *testing.T) []map[string]types.AttributeValue {
 		payment("idemkey#8:tenant-aorder-9", "PAYMENT#4", recordLike),                              // in the prefix, another sort key
 		payment("idemkey#8:tenant-aorder-8", "IDEMKEY", recordLike),                                // in the namespace, no marker
 		payment("idemkeyX#8:tenant-aorder-7", "IDEMKEY", recordLike),                               // a longer prefix
+		// in the namespace and in the expiry index, no marker
+		payment("idemkey#8:tenant-aorder-6", "IDEMKEY", withBucket(recordLike, "idemkey#8:tenant-aorder-6")),
 	}
 	keys := make([]map[string]types.AttributeValue, len(items))
 	for i, item := range items {
@@ -96,6 +113,16 @@ func (e *sharedEnv) userItems(t *testing.T) []map[string]types.AttributeValue {
 		keys[i] = map[string]types.AttributeValue{"PK": item["PK"], "SK": item["SK"]}
 	}
 	return keys
+}
+
+// withBucket returns a copy of item with the expiry bucket a completed key
+// record at pk would have.
+func withBucket(item map[string]types.AttributeValue, pk string) map[string]types.AttributeValue {
+	out := map[string]types.AttributeValue{dynamostore.ExpiryBucketAttribute: s(dynamostore.ExpiryBucket(sharedSchema, pk, dynamostore.StateCompleted))}
+	for k, v := range item {
+		out[k] = v
+	}
+	return out
 }
 
 // item returns the item at key, nil when there is none.
@@ -197,7 +224,10 @@ func TestSharedTableClaimNeverOverwritesAnApplicationItemAtItsKey(t *testing.T) 
 }
 
 func TestSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment(t *testing.T) {
-	e := newSharedEnv(t)
+	inSharedModes(t, testSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment)
+}
+
+func testSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment(t *testing.T, e *sharedEnv) {
 	ctx := context.Background()
 	users := e.userItems(t)
 	before := make([]map[string]types.AttributeValue, len(users))
@@ -227,7 +257,11 @@ func TestSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment(t *testing.T)
 	assert.Equal(t, int64(2), r.Evicted)
 	assert.Equal(t, int64(1), r.Reclaimed)
 	assert.Equal(t, int64(1), r.LiveKeys)
-	assert.Equal(t, int64(len(users)), r.Foreign, "every application item is foreign")
+	if e.mode == dynamostore.SweepIndex {
+		assert.Equal(t, int64(1), r.Foreign, "the one application item in the index is foreign; the others are never read")
+	} else {
+		assert.Equal(t, int64(len(users)), r.Foreign, "every application item is foreign")
+	}
 	assert.Zero(t, r.Skipped)
 	assert.Equal(t, 3, e.calls.Count("DeleteItem"))
 	for i, k := range users {
@@ -269,7 +303,10 @@ func (c *swapBeforeDelete) DeleteItem(ctx context.Context, in *dynamodb.DeleteIt
 }
 
 func TestSharedTableSweepDeleteIsConditionedOnTheMarkerSoAnItemReplacedSinceTheScanSurvives(t *testing.T) {
-	e := newSharedEnv(t)
+	inSharedModes(t, testSharedTableSweepDeleteIsConditionedOnTheMarkerSoAnItemReplacedSinceTheScanSurvives)
+}
+
+func testSharedTableSweepDeleteIsConditionedOnTheMarkerSoAnItemReplacedSinceTheScanSurvives(t *testing.T, e *sharedEnv) {
 	ctx := context.Background()
 	st := e.store(func(o *dynamostore.Options) { o.Retention, o.Lease = time.Hour, time.Minute })
 	c, err := st.Claim(ctx, request("k", "a"))

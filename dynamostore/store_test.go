@@ -33,6 +33,8 @@ type env struct {
 	clock   *ddbtest.Clock
 	table   string
 	effects string
+	// mode is the Mode of the env's sweeper (see inModes).
+	mode dynamostore.SweepMode
 }
 
 func newEnv(t *testing.T, optFns ...func(*localstack.Options)) *env {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +21,12 @@ import (
 // SweepClient is the set of DynamoDB calls a Sweeper makes. *dynamodb.Client
 // satisfies it; tests wrap it to inject faults.
 type SweepClient interface {
+	// Scan reads the table in SweepScan mode.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	// Query reads the expiry index in SweepIndex mode, and DescribeTable
+	// checks that the index exists (once per Sweeper).
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	// GetItem and PutItem read and write the resume cursor (Resume).
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
@@ -57,23 +63,31 @@ const (
 // SweepOptions configure a Sweeper. The zero value of each field selects
 // its default.
 type SweepOptions struct {
+	// Mode is how a sweep finds the records to delete: SweepScan (the
+	// default) reads the whole table, SweepIndex reads the expiry index
+	// (see SweepMode).
+	Mode SweepMode
 	// Segments is the number of parallel scan segments (Segment and
 	// TotalSegments of a parallel Scan), 1 to MaxSweepSegments (default
 	// DefaultSweepSegments). A sweep that resumes from a cursor uses the
 	// cursor's number of segments instead, so that the pass it continues
-	// still covers the table exactly once.
+	// still covers the table exactly once. In SweepIndex mode it is the
+	// number of shards of the index swept in parallel, at most
+	// ExpiryIndexShards; a resumed pass may use another number.
 	Segments int
-	// PageSize is the Limit of each Scan request (default
+	// PageSize is the Limit of each Scan or Query request (default
 	// DefaultSweepPageSize). DynamoDB also ends a page at 1 MB of items
 	// read. With a rate limit below PageSize items per second, pages are
 	// made smaller so that each is at most one second's worth.
 	PageSize int
-	// ItemsPerSecond limits the items scanned per second over all segments
-	// (default DefaultSweepItemsPerSecond; negative: no limit). It bounds
-	// the deletes too, as at most one delete follows each scanned item.
+	// ItemsPerSecond limits the items scanned (index entries read, in
+	// SweepIndex mode) per second over all segments (default
+	// DefaultSweepItemsPerSecond; negative: no limit). It bounds the
+	// deletes too, as at most one delete follows each item read.
 	ItemsPerSecond float64
-	// ReadUnitsPerSecond limits the read capacity consumed by Scan per
-	// second, as DynamoDB reports it (ReturnConsumedCapacity TOTAL).
+	// ReadUnitsPerSecond limits the read capacity consumed by Scan (or
+	// Query) per second, as DynamoDB reports it (ReturnConsumedCapacity
+	// TOTAL).
 	// Zero or negative: no such limit. Implementations that report no
 	// consumed capacity (a bare minidyn; the localstack front adds an
 	// estimate) are limited by ItemsPerSecond alone.
@@ -136,16 +150,20 @@ type Sweeper struct {
 	table  string
 	opts   SweepOptions
 	layout *layout
+	// indexChecked is set once DescribeTable showed the expiry index
+	// ACTIVE and fit (SweepIndex mode).
+	indexChecked atomic.Bool
 }
 
 // NewSweeper returns a Sweeper over table. It panics if client is nil,
-// table is empty, Region is longer than MaxSweepRegionLen bytes or Schema
-// is invalid (KeySchema.Validate): that is a configuration error, caught
-// at start.
+// table is empty, Mode is not a SweepMode, Region is longer than
+// MaxSweepRegionLen bytes or Schema is invalid (KeySchema.Validate): that
+// is a configuration error, caught at start. It makes no call: in
+// SweepIndex mode the first sweep checks the index.
 // Out-of-range options are clamped: Segments to [1, MaxSweepSegments]
 // (fewer on a schema whose keys are longer, with a sort key or a Prefix:
-// as many as a resume cursor of that schema fits in one item), PageSize
-// to at least 1.
+// as many as a resume cursor of that schema fits in one item; at most
+// ExpiryIndexShards in SweepIndex mode), PageSize to at least 1.
 func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions)) *Sweeper {
 	if client == nil || table == "" {
 		panic("dynamostore: NewSweeper needs a client and a table name")
@@ -158,12 +176,22 @@ func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions))
 	if err := checkSweepRegion(o.Region); err != nil {
 		panic(err.Error())
 	}
+	switch o.Mode {
+	case "":
+		o.Mode = SweepScan
+	case SweepScan, SweepIndex:
+	default:
+		panic(fmt.Sprintf("dynamostore: NewSweeper: unknown Mode %q (SweepScan or SweepIndex)", o.Mode))
+	}
 	s.layout = newLayout(mustSchema("dynamostore: NewSweeper", o.Schema))
 	o.Schema = KeySchema(s.layout.Schema)
 	if o.Segments <= 0 {
 		o.Segments = DefaultSweepSegments
 	}
 	o.Segments = min(o.Segments, s.layout.maxSweepSegments())
+	if o.Mode == SweepIndex {
+		o.Segments = min(o.Segments, ExpiryIndexShards)
+	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultSweepPageSize
 	}
@@ -244,6 +272,18 @@ func (l *layout) sweepProjection() (string, map[string]string) {
 // A delete whose condition fails counts as skipped. With DryRun nothing is
 // deleted and the report counts what would have been.
 //
+// In SweepIndex mode the sweep reads the expiry index instead of the
+// table (see SweepMode), shard by shard, Segments shards at a time, each
+// in three queries paged as the Scan is: the shard's in-progress records,
+// its completed records whose exp is before now (oldest first), and its
+// completed record with the smallest exp from now on (Limit 1, for
+// OldestLiveKeyAge). It decides each entry read as above and deletes with
+// the same conditional deletes. It first checks, once per Sweeper, with
+// DescribeTable, that the table has the index as EnsureExpiryIndex
+// creates it; a table without it, or with another index of that name, is
+// an error matching ErrExpiryIndex that names the table, the index and the
+// remedy, and nothing is read.
+//
 // The sweep stops starting pages when its Budget is spent or its context's
 // deadline nears (see DeadlineMargin), and then returns a report whose
 // Cursor resumes the pass where it stopped; a page in progress is always
@@ -251,15 +291,20 @@ func (l *layout) sweepProjection() (string, map[string]string) {
 // (ItemsPerSecond, ReadUnitsPerSecond) are waited for between pages, and a
 // wait that would end past the budget stops the sweep instead.
 //
-// The report is non-nil unless cursor is invalid (ErrInvalidCursor). The
-// error is nil when every call succeeded, whether or not the pass
+// The report is non-nil unless cursor is invalid (ErrInvalidCursor; a
+// cursor of the other mode is invalid too) or, in SweepIndex mode, the
+// index check failed (ErrExpiryIndex, or a *StoreError of DescribeTable).
+// The error is nil when every call succeeded, whether or not the pass
 // finished. When the context is canceled, the error is the context's: the
 // segments stop, a page interrupted in its deletes is swept again by the
 // next run (its items are counted again). Otherwise it is the first
 // DynamoDB failure, a *StoreError: a failed delete is counted and the
-// sweep goes on; a failed Scan stops its segment, and the cursor resumes
-// it from the failed page.
+// sweep goes on; a failed Scan stops its segment (a failed Query its
+// shard), and the cursor resumes it from the failed page.
 func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error) {
+	if s.opts.Mode == SweepIndex {
+		return s.sweepIndex(ctx, cursor)
+	}
 	start := s.opts.Now()
 	cur := newSweepCursor(s.table, s.opts.Region, s.opts.Segments)
 	if cursor != "" {
@@ -268,12 +313,7 @@ func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error
 			return nil, err
 		}
 	}
-	run := &sweepRun{
-		s:      s,
-		stopAt: s.stopTime(ctx, start),
-		items:  newSweepBucket(s.opts.ItemsPerSecond, s.opts.Now),
-		reads:  newSweepBucket(s.opts.ReadUnitsPerSecond, s.opts.Now),
-	}
+	run := s.newRun(ctx, start)
 	tallies := make([]sweepTally, len(cur.Segments))
 	var wg sync.WaitGroup
 	for i, seg := range cur.Segments {
@@ -285,7 +325,24 @@ func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error
 	}
 	wg.Wait()
 
-	report, err := s.report(start, tallies)
+	report, err := s.report(start, len(tallies), tallies)
+	next := newSweepCursor(s.table, s.opts.Region, len(tallies))
+	for i, t := range tallies {
+		if t.done {
+			next.Segments[i].Done = true
+		} else if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 {
+			next.Segments[i].After = after
+		}
+	}
+	if !report.Finished {
+		report.Cursor = next.encode()
+	}
+	return s.conclude(ctx, report, tallies, err)
+}
+
+// conclude returns the report of a sweep and its error: the context's
+// when a part stopped because it was canceled. It logs the summary.
+func (s *Sweeper) conclude(ctx context.Context, report *SweepReport, tallies []sweepTally, err error) (*SweepReport, error) {
 	for _, t := range tallies {
 		if t.stop == SweepStoppedByCancel && ctx.Err() != nil {
 			err = ctx.Err()
@@ -318,12 +375,13 @@ func (s *Sweeper) stopTime(ctx context.Context, start time.Time) time.Time {
 	return stop
 }
 
-// report merges the segments' tallies.
-func (s *Sweeper) report(start time.Time, tallies []sweepTally) (*SweepReport, error) {
-	r := &SweepReport{Table: s.table, DryRun: s.opts.DryRun, Segments: len(tallies), Started: start, Finished: true}
+// report merges the tallies of a sweep's parts (segments, or shards of
+// the index) into a report without a cursor; the error is the first part's
+// first failure.
+func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*SweepReport, error) {
+	r := &SweepReport{Table: s.table, Mode: s.opts.Mode, DryRun: s.opts.DryRun, Segments: segments, Started: start, Finished: true}
 	var first error
-	next := newSweepCursor(s.table, s.opts.Region, len(tallies))
-	for i, t := range tallies {
+	for _, t := range tallies {
 		r.Pages += t.pages
 		r.Scanned += t.scanned
 		r.Evicted += t.evicted
@@ -345,22 +403,25 @@ func (s *Sweeper) report(start time.Time, tallies []sweepTally) (*SweepReport, e
 			first = t.firstErr
 		}
 		if t.done {
-			next.Segments[i].Done = true
 			continue
 		}
 		r.Finished = false
-		if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 {
-			next.Segments[i].After = after
-		}
 		if t.stop.severity() > r.StoppedBy.severity() {
 			r.StoppedBy = t.stop
 		}
 	}
-	if !r.Finished {
-		r.Cursor = next.encode()
-	}
 	r.Duration = s.opts.Now().Sub(start)
 	return r, first
+}
+
+// newRun returns the state of a sweep that starts at start.
+func (s *Sweeper) newRun(ctx context.Context, start time.Time) *sweepRun {
+	return &sweepRun{
+		s:      s,
+		stopAt: s.stopTime(ctx, start),
+		items:  newSweepBucket(s.opts.ItemsPerSecond, s.opts.Now),
+		reads:  newSweepBucket(s.opts.ReadUnitsPerSecond, s.opts.Now),
+	}
 }
 
 // sweepRun is the state one Sweep shares between its segments.
@@ -382,6 +443,7 @@ type sweepTally struct {
 	done  bool                            // the segment finished its share
 	stop  SweepStop                       // why it stopped, when not done
 	after map[string]types.AttributeValue // resume after this key; nil: from the start
+	phase indexPhase                      // SweepIndex mode: the shard's current query
 }
 
 func (t *sweepTally) fail(err error, msg string) {
@@ -421,19 +483,7 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 	t := sweepTally{after: after}
 	o := &r.s.opts
 	for {
-		if ctx.Err() != nil {
-			t.stop = SweepStoppedByCancel
-			return t
-		}
-		if err := r.waitTurn(ctx); err != nil {
-			t.stop = SweepStoppedByBudget
-			if !errors.Is(err, errSweepStop) {
-				t.stop = SweepStoppedByCancel
-			}
-			return t
-		}
-		if !r.stopAt.IsZero() && !o.Now().Before(r.stopAt) {
-			t.stop = SweepStoppedByBudget
+		if t.stop = r.mayStart(ctx); t.stop != "" {
 			return t
 		}
 		proj, names := r.s.layout.sweepProjection()
@@ -458,21 +508,7 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 			t.stop = SweepStoppedByError
 			return t
 		}
-		t.pages++
-		scanned := int64(out.ScannedCount)
-		if scanned == 0 {
-			scanned = int64(len(out.Items)) // implementations that leave ScannedCount out
-		}
-		t.scanned += scanned
-		rcu := readUnits(out.ConsumedCapacity)
-		t.rcu += rcu
-		r.items.pay(float64(scanned))
-		r.reads.pay(rcu)
-
-		now := o.Now()
-		for _, item := range out.Items {
-			r.sweepItem(ctx, now, item, &t)
-		}
+		r.sweepPage(ctx, o.Now(), out.Items, out.ScannedCount, out.ConsumedCapacity, &t)
 		if ctx.Err() != nil {
 			t.stop = SweepStoppedByCancel // the page is swept again next time
 			return t
@@ -482,6 +518,44 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 			return t
 		}
 		t.after = out.LastEvaluatedKey
+	}
+}
+
+// mayStart waits for the rate limits and returns why the next page must
+// not start (the context ended, the budget is spent), or "" when it may.
+func (r *sweepRun) mayStart(ctx context.Context) SweepStop {
+	if ctx.Err() != nil {
+		return SweepStoppedByCancel
+	}
+	if err := r.waitTurn(ctx); err != nil {
+		if !errors.Is(err, errSweepStop) {
+			return SweepStoppedByCancel
+		}
+		return SweepStoppedByBudget
+	}
+	if !r.stopAt.IsZero() && !r.s.opts.Now().Before(r.stopAt) {
+		return SweepStoppedByBudget
+	}
+	return ""
+}
+
+// sweepPage counts a page read (its items, ScannedCount where the
+// implementation reports it, its consumed capacity), pays the rate limits
+// and decides each item at now.
+func (r *sweepRun) sweepPage(ctx context.Context, now time.Time, items []map[string]types.AttributeValue,
+	scannedCount int32, capacity *types.ConsumedCapacity, t *sweepTally) {
+	t.pages++
+	scanned := int64(scannedCount)
+	if scanned == 0 {
+		scanned = int64(len(items)) // implementations that leave ScannedCount out
+	}
+	t.scanned += scanned
+	rcu := readUnits(capacity)
+	t.rcu += rcu
+	r.items.pay(float64(scanned))
+	r.reads.pay(rcu)
+	for _, item := range items {
+		r.sweepItem(ctx, now, item, t)
 	}
 }
 

@@ -199,19 +199,7 @@ func (c *sweepCursor) encode() string {
 		case seg.After == nil:
 			b = append(b, segFromStart)
 		default:
-			b = append(b, segAfter)
-			b = binary.AppendUvarint(b, uint64(len(seg.After)))
-			for _, name := range slices.Sorted(maps.Keys(seg.After)) {
-				b = appendBytes(b, []byte(name))
-				switch v := seg.After[name]; {
-				case v.S != nil:
-					b = appendBytes(append(b, 'S'), []byte(*v.S))
-				case v.N != nil:
-					b = appendBytes(append(b, 'N'), []byte(*v.N))
-				default:
-					b = appendBytes(append(b, 'B'), v.B)
-				}
-			}
+			b = appendCursorKey(append(b, segAfter), seg.After)
 		}
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -219,18 +207,34 @@ func (c *sweepCursor) encode() string {
 
 func appendBytes(b, v []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
 
+// appendCursorKey appends a key in the binary form: a uvarint attribute
+// count, then per attribute, sorted by name, its name, a type byte and its
+// value.
+func appendCursorKey(b []byte, key map[string]sweepKeyValue) []byte {
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	for _, name := range slices.Sorted(maps.Keys(key)) {
+		b = appendBytes(b, []byte(name))
+		switch v := key[name]; {
+		case v.S != nil:
+			b = appendBytes(append(b, 'S'), []byte(*v.S))
+		case v.N != nil:
+			b = appendBytes(append(b, 'N'), []byte(*v.N))
+		default:
+			b = appendBytes(append(b, 'B'), v.B)
+		}
+	}
+	return b
+}
+
 // sweepDecodeCursor decodes a cursor returned by a sweep of table
 // restricted to region ("" for none): of version 1 or 2 without a region,
 // 3 with one. Any other input, a cursor of another table or of another
 // region included, is an error matching ErrInvalidCursor; it never panics.
 // The cursor it returns has the version encode writes for it.
 func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
-	if len(s) > maxCursorLen {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidCursor, maxCursorLen)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := cursorBytes(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
+		return nil, err
 	}
 	var c *sweepCursor
 	switch {
@@ -238,6 +242,8 @@ func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 		c, err = decodeCursorV2(raw[1:], raw[0] == sweepRegionCursorVersion)
 	case len(raw) > 0 && raw[0] == '{':
 		c, err = decodeCursorV1(raw)
+	case len(raw) > 0 && raw[0] == sweepIndexCursorVersion:
+		err = fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepIndex, SweepScan)
 	default:
 		err = fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
 	}
@@ -252,6 +258,19 @@ func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// cursorBytes returns the bytes of a cursor string: base64url without
+// padding, at most maxCursorLen long.
+func cursorBytes(s string) ([]byte, error) {
+	if len(s) > maxCursorLen {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidCursor, maxCursorLen)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
+	}
+	return raw, nil
 }
 
 // decodeCursorV1 reads the JSON form of version 1.
@@ -324,6 +343,31 @@ func (r *cursorReader) bytes() []byte {
 	return v
 }
 
+// key reads a key that appendCursorKey wrote; it is empty (not nil) for
+// a count of zero.
+func (r *cursorReader) key() map[string]sweepKeyValue {
+	attrs := r.uvarint(len(r.b)) // each takes 3 bytes at least
+	key := make(map[string]sweepKeyValue, min(attrs, 4))
+	for range attrs {
+		name := string(r.bytes())
+		kind, value := r.byte(), r.bytes()
+		if _, dup := key[name]; dup {
+			r.fail()
+		}
+		switch kind {
+		case 'S':
+			key[name] = sweepKeyValue{S: aws.String(string(value))}
+		case 'N':
+			key[name] = sweepKeyValue{N: aws.String(string(value))}
+		case 'B':
+			key[name] = sweepKeyValue{B: append([]byte{}, value...)}
+		default:
+			r.fail()
+		}
+	}
+	return key
+}
+
 // decodeCursorV2 reads the binary form of version 2, or of version 3 when
 // withRegion is set, after its version byte.
 func decodeCursorV2(raw []byte, withRegion bool) (*sweepCursor, error) {
@@ -342,26 +386,7 @@ func decodeCursorV2(raw []byte, withRegion bool) (*sweepCursor, error) {
 		case segDone:
 			seg.Done = true
 		case segAfter:
-			attrs := r.uvarint(len(r.b)) // each takes 3 bytes at least
-			seg.After = make(map[string]sweepKeyValue, min(attrs, 4))
-			for range attrs {
-				name := string(r.bytes())
-				kind, value := r.byte(), r.bytes()
-				if _, dup := seg.After[name]; dup {
-					r.fail()
-				}
-				switch kind {
-				case 'S':
-					seg.After[name] = sweepKeyValue{S: aws.String(string(value))}
-				case 'N':
-					seg.After[name] = sweepKeyValue{N: aws.String(string(value))}
-				case 'B':
-					seg.After[name] = sweepKeyValue{B: append([]byte{}, value...)}
-				default:
-					r.fail()
-				}
-			}
-			if attrs == 0 {
+			if seg.After = r.key(); len(seg.After) == 0 {
 				r.fail()
 			}
 		default:
@@ -391,23 +416,32 @@ func (c *sweepCursor) validate(table, region string) error {
 		return fmt.Errorf("%w: %d segments", ErrInvalidCursor, len(c.Segments))
 	}
 	for i, seg := range c.Segments {
-		for name, v := range seg.After {
-			n, empty := 0, false
-			if v.S != nil {
-				n, empty = n+1, *v.S == ""
-			}
-			if v.N != nil {
-				n, empty = n+1, *v.N == ""
-			}
-			if v.B != nil {
-				n, empty = n+1, len(v.B) == 0
-			}
-			switch {
-			case n != 1:
-				return fmt.Errorf("%w: segment %d: a key value must have one type", ErrInvalidCursor, i)
-			case empty || name == "":
-				return fmt.Errorf("%w: segment %d: a key has no empty name or value", ErrInvalidCursor, i)
-			}
+		if err := checkCursorKey(seg.After); err != nil {
+			return fmt.Errorf("%w: segment %d: %s", ErrInvalidCursor, i, err.Error())
+		}
+	}
+	return nil
+}
+
+// checkCursorKey reports a key that no DynamoDB key can be: a value with
+// no type or several, an empty name or value.
+func checkCursorKey(key map[string]sweepKeyValue) error {
+	for name, v := range key {
+		n, empty := 0, false
+		if v.S != nil {
+			n, empty = n+1, *v.S == ""
+		}
+		if v.N != nil {
+			n, empty = n+1, *v.N == ""
+		}
+		if v.B != nil {
+			n, empty = n+1, len(v.B) == 0
+		}
+		switch {
+		case n != 1:
+			return errors.New("a key value must have one type")
+		case empty || name == "":
+			return errors.New("a key has no empty name or value")
 		}
 	}
 	return nil

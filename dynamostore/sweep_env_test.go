@@ -51,7 +51,58 @@ func seedKey(i int) string { return fmt.Sprintf("order-%05d", i) }
 //   - stuck: claimed 10m+i s ago, lock expired 5m+i s ago, not expired.
 func seed(t testing.TB, client *dynamodb.Client, table string, now time.Time, n int) *seeded {
 	t.Helper()
-	s := &seeded{now: now, records: n}
+	s := &seeded{now: now}
+	recs := make([]*dynamostore.Record, n)
+	for i := range n {
+		recs[i] = s.add(i, i%kinds)
+	}
+	put(t, client, table, recs)
+	return s
+}
+
+// add returns record i of the given kind, as seed describes it, and
+// counts it in the truth.
+func (s *seeded) add(i, kind int) *dynamostore.Record {
+	now := s.now
+	at := time.Duration(i) * time.Second
+	rec := &dynamostore.Record{Scope: seedScope, Key: seedKey(i), Method: "POST", Path: "/payments",
+		Fingerprint: fp(seedKey(i)), LockToken: fmt.Sprintf("lock-%d", i), State: dynamostore.StateInProgress}
+	switch kind {
+	case liveCompleted:
+		rec.Created = now.Add(-time.Hour - at)
+		rec.State, rec.Completed = dynamostore.StateCompleted, rec.Created.Add(time.Second)
+		rec.Response = &dynamostore.Response{Status: 201, Body: []byte(`{"id":"p"}`)}
+		s.oldest = max(s.oldest, now.Sub(rec.Created))
+	case liveInProgress:
+		rec.Created = now.Add(-time.Duration(i) * time.Millisecond)
+		rec.LockExpires = now.Add(5 * time.Minute)
+		s.oldest = max(s.oldest, now.Sub(rec.Created))
+	case expired:
+		rec.Created = now.Add(-48*time.Hour - at)
+		if i%8 == expired {
+			rec.State, rec.Completed = dynamostore.StateCompleted, rec.Created
+			rec.Response = &dynamostore.Response{Status: 200}
+		}
+	case stuck:
+		rec.Created = now.Add(-10*time.Minute - at)
+		rec.LockExpires = rec.Created.Add(5 * time.Minute)
+	}
+	if rec.LockExpires.IsZero() {
+		rec.LockExpires = rec.Created.Add(5 * time.Minute)
+	}
+	rec.Expires = rec.Created.Add(24 * time.Hour)
+	if kind == expired {
+		s.lag = max(s.lag, now.Sub(rec.Expires))
+	}
+	s.byKind[kind] = append(s.byKind[kind], keyschema.PartitionKey(rec.Scope, rec.Key))
+	s.records++
+	return rec
+}
+
+// put writes the records through BatchWriteItem, encoded as the store
+// encodes them.
+func put(t testing.TB, client *dynamodb.Client, table string, recs []*dynamostore.Record) {
+	t.Helper()
 	var batch []types.WriteRequest
 	flush := func() {
 		for len(batch) > 0 {
@@ -61,46 +112,13 @@ func seed(t testing.TB, client *dynamodb.Client, table string, now time.Time, n 
 			batch = out.UnprocessedItems[table]
 		}
 	}
-	for i := range n {
-		at := time.Duration(i) * time.Second
-		rec := &dynamostore.Record{Scope: seedScope, Key: seedKey(i), Method: "POST", Path: "/payments",
-			Fingerprint: fp(seedKey(i)), LockToken: fmt.Sprintf("lock-%d", i), State: dynamostore.StateInProgress}
-		kind := i % kinds
-		switch kind {
-		case liveCompleted:
-			rec.Created = now.Add(-time.Hour - at)
-			rec.State, rec.Completed = dynamostore.StateCompleted, rec.Created.Add(time.Second)
-			rec.Response = &dynamostore.Response{Status: 201, Body: []byte(`{"id":"p"}`)}
-			s.oldest = max(s.oldest, now.Sub(rec.Created))
-		case liveInProgress:
-			rec.Created = now.Add(-time.Duration(i) * time.Millisecond)
-			rec.LockExpires = now.Add(5 * time.Minute)
-			s.oldest = max(s.oldest, now.Sub(rec.Created))
-		case expired:
-			rec.Created = now.Add(-48*time.Hour - at)
-			if i%8 == expired {
-				rec.State, rec.Completed = dynamostore.StateCompleted, rec.Created
-				rec.Response = &dynamostore.Response{Status: 200}
-			}
-		case stuck:
-			rec.Created = now.Add(-10*time.Minute - at)
-			rec.LockExpires = rec.Created.Add(5 * time.Minute)
-		}
-		if rec.LockExpires.IsZero() {
-			rec.LockExpires = rec.Created.Add(5 * time.Minute)
-		}
-		rec.Expires = rec.Created.Add(24 * time.Hour)
-		if kind == expired {
-			s.lag = max(s.lag, now.Sub(rec.Expires))
-		}
-		s.byKind[kind] = append(s.byKind[kind], keyschema.PartitionKey(rec.Scope, rec.Key))
+	for _, rec := range recs {
 		batch = append(batch, types.WriteRequest{PutRequest: &types.PutRequest{Item: dynamostore.SweepTestItem(rec)}})
 		if len(batch) == 25 {
 			flush()
 		}
 	}
 	flush()
-	return s
 }
 
 // tableKeys returns the partition keys in table, sorted, read with one

@@ -16,7 +16,10 @@ import (
 // the records its own region wrote: a delete of another region's record
 // from a replica that has not seen its newest write would replicate and win.
 func TestSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote)
+}
+
+func testSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote(t *testing.T, e *env) {
 	ctx := context.Background()
 	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
 	stores := map[string]*dynamostore.Store{

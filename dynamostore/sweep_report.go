@@ -38,17 +38,29 @@ func (s SweepStop) severity() int {
 // Every scanned item is counted once in Evicted, Reclaimed, Skipped,
 // LiveKeys or Foreign, or, when its delete failed, in Errors; a page
 // interrupted by cancellation is the exception (see Sweep).
+//
+// In SweepIndex mode the items are the entries of the expiry index read
+// by Query, which hold the keys and the attributes a sweep decides on:
+// every in-progress record, every completed record whose exp passed, and
+// per shard the completed record that expires next. The live completed
+// records are otherwise not read, so LiveKeys and OldestLiveKeyAge
+// describe the records read (see each field); the other figures mean what
+// they mean in SweepScan mode.
 type SweepReport struct {
-	Table    string
-	DryRun   bool
+	Table string
+	// Mode is the sweep's mode.
+	Mode   SweepMode
+	DryRun bool
+	// Segments is the number of parallel scan segments; in SweepIndex
+	// mode, the number of shards swept in parallel.
 	Segments int
 	Started  time.Time
 	Duration time.Duration
-	// Pages is the number of Scan pages read.
+	// Pages is the number of Scan (or Query) pages read.
 	Pages int64
-	// Scanned is the number of items read, from DynamoDB's ScannedCount
-	// (or the number of items returned, where an implementation leaves
-	// ScannedCount out).
+	// Scanned is the number of items (index entries) read, from
+	// DynamoDB's ScannedCount (or the number of items returned, where an
+	// implementation leaves ScannedCount out).
 	Scanned int64
 	// Evicted counts expired records deleted (with DryRun: that would
 	// have been).
@@ -57,22 +69,39 @@ type SweepReport struct {
 	Reclaimed int64
 	// Skipped counts deletes whose condition failed: the record was
 	// claimed again, completed or deleted between the scan and the delete.
+	// In SweepIndex mode it also counts entries of records already
+	// deleted that the index, eventually consistent, still returned.
 	Skipped int64
-	// LiveKeys counts live records seen: neither expired nor stuck.
+	// LiveKeys counts live records seen: neither expired nor stuck. In
+	// SweepIndex mode those are the in-progress records under a live lock
+	// and the next record to expire of each shard (at most
+	// ExpiryIndexShards), not the table's live records.
 	LiveKeys int64
 	// Foreign counts items that are not key records, and with
 	// SweepOptions.Region the records of other regions, left alone.
 	Foreign int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
-	// live record seen; zero when none was seen.
+	// live record seen; zero when none was seen. In SweepIndex mode the
+	// completed records seen are those with the smallest exp of each
+	// shard: the figure is exact when every Store writing the table has
+	// the same Retention and requests take the same time from claim to
+	// completion (the record completed first then expires first), and
+	// otherwise may miss an older record that expires later, by at most
+	// the difference in retention or run time. In-progress records are
+	// all read, so their ages are exact.
 	OldestLiveKeyAge time.Duration
 	// EvictionLag is how long ago the oldest expired record seen expired:
 	// how far eviction is behind. Zero when no expired record was seen.
+	// In SweepIndex mode each shard's expired records are read oldest
+	// first, so a finished pass sees the oldest expired record of the
+	// index; records that are not in the index (written before
+	// ExpiryBucketAttribute existed) are not seen.
 	EvictionLag time.Duration
 	// ConsumedReadUnits and ConsumedWriteUnits sum the capacity DynamoDB
-	// reported for the Scans and the successful deletes. Zero on
-	// implementations that report none (a bare minidyn; the embedded
-	// emulator's front reports an estimate).
+	// reported for the Scans (or Queries) and the successful deletes, the
+	// whole run's: a delete's write units include the index entry it
+	// removes. Zero on implementations that report none (a bare minidyn;
+	// the embedded emulator's front reports an estimate).
 	ConsumedReadUnits, ConsumedWriteUnits float64
 	// Errors counts failed DynamoDB calls; ErrorMessages holds the first
 	// five, naming keys only by a short hash of their partition key.
@@ -101,6 +130,7 @@ func (r *SweepReport) ScannedPerEvicted() float64 {
 func (r *SweepReport) attrs() []slog.Attr {
 	a := []slog.Attr{
 		slog.String("table", r.Table),
+		slog.String("mode", string(r.Mode)),
 		slog.Bool("dry_run", r.DryRun),
 		slog.Int("segments", r.Segments),
 		slog.Int64("pages", r.Pages),
@@ -135,6 +165,7 @@ func (r *SweepReport) LogValue() slog.Value { return slog.GroupValue(r.attrs()..
 func (r *SweepReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Table              string    `json:"table"`
+		Mode               SweepMode `json:"mode,omitempty"`
 		DryRun             bool      `json:"dryRun"`
 		Segments           int       `json:"segments"`
 		Started            time.Time `json:"started"`
@@ -157,7 +188,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		StoppedBy          SweepStop `json:"stoppedBy,omitempty"`
 		Cursor             string    `json:"cursor,omitempty"`
 	}{
-		r.Table, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
+		r.Table, r.Mode, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
 		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.OldestLiveKeyAge.Seconds(),
 		r.EvictionLag.Seconds(), r.ConsumedReadUnits, r.ConsumedWriteUnits, r.ScannedPerEvicted(),
 		r.Errors, r.ErrorMessages, r.Finished, r.StoppedBy, r.Cursor,

@@ -15,7 +15,7 @@ import (
 //   - unless DryRun, it reads the stored cursor (one consistent GetItem);
 //   - it sweeps from there, or from the start of a new pass when there is
 //     none or when the stored cursor cannot be used (written for another
-//     table, Region or segment count, or corrupt: logged at Warn);
+//     table, Region, segment count or Mode, or corrupt: logged at Warn);
 //   - unless DryRun, when the cursor changed it writes the cursor of the
 //     unfinished pass (one PutItem), or deletes the item once the pass
 //     finished (one DeleteItem).

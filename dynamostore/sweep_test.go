@@ -25,6 +25,7 @@ import (
 // of 100, no rate limit (the tests' clock does not move by itself).
 func (e *env) sweeper(client dynamostore.SweepClient, optFns ...func(*dynamostore.SweepOptions)) *dynamostore.Sweeper {
 	base := func(o *dynamostore.SweepOptions) {
+		o.Mode = e.mode
 		o.Now = e.clock.Now
 		o.Segments = 4
 		o.PageSize = 100
@@ -41,17 +42,22 @@ func checkIdentity(t *testing.T, r *dynamostore.SweepReport) {
 }
 
 func TestSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth)
+}
+
+func testSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t *testing.T, e *env) {
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 3000)
 	e.calls.Reset()
 
 	r, err := e.sweeper(e.client).Sweep(context.Background(), "")
 	require.NoError(t, err)
 
-	assert.Equal(t, int64(3000), r.Scanned)
+	pass := e.pass(truth)
+	assert.Equal(t, e.mode, r.Mode)
+	assert.Equal(t, pass.read, r.Scanned)
 	assert.Equal(t, truth.count(expired), r.Evicted)
 	assert.Equal(t, truth.count(stuck), r.Reclaimed)
-	assert.Equal(t, truth.live(), r.LiveKeys)
+	assert.Equal(t, pass.live, r.LiveKeys)
 	assert.Zero(t, r.Skipped)
 	assert.Zero(t, r.Foreign)
 	assert.Zero(t, r.Errors)
@@ -61,8 +67,12 @@ func TestSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 	assert.True(t, r.Finished)
 	assert.Empty(t, r.Cursor)
 	assert.Empty(t, r.StoppedBy)
-	assert.InDelta(t, 4.0, r.ScannedPerEvicted(), 1e-9)
-	assert.GreaterOrEqual(t, r.Pages, int64(30), "3000 items in pages of 100")
+	assert.InDelta(t, float64(pass.read)/float64(truth.count(expired)), r.ScannedPerEvicted(), 1e-9)
+	if e.indexed() {
+		assert.GreaterOrEqual(t, r.Pages, int64(3*dynamostore.ExpiryIndexShards), "three queries per shard at least")
+	} else {
+		assert.GreaterOrEqual(t, r.Pages, int64(30), "3000 items in pages of 100")
+	}
 	checkIdentity(t, r)
 	// DynamoDB reports consumed capacity; so does the emulator's front,
 	// with an estimate.
@@ -70,7 +80,7 @@ func TestSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 	assert.Positive(t, r.ConsumedWriteUnits)
 
 	assert.Equal(t, int(r.Evicted+r.Reclaimed), e.calls.Count("DeleteItem"), "one DeleteItem per removed record")
-	assert.Equal(t, int(r.Pages), e.calls.Count("Scan"), "one Scan per page")
+	assert.Equal(t, int(r.Pages), e.calls.Count(e.readOp()), "one Scan or Query per page")
 	assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress]), tableKeys(t, e.ep.Client, e.table),
 		"exactly the live records remain")
 
@@ -83,13 +93,16 @@ func TestSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 	// A new pass finds nothing more to do.
 	again, err := e.sweeper(e.client).Sweep(context.Background(), "")
 	require.NoError(t, err)
-	assert.Equal(t, truth.live(), again.Scanned)
+	assert.Equal(t, pass.live, again.Scanned)
 	assert.Zero(t, again.Evicted+again.Reclaimed+again.Skipped)
 	assert.Zero(t, again.EvictionLag)
 }
 
 func TestRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testRecordClaimedAgainBetweenScanAndDeleteSurvives)
+}
+
+func testRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	const victim = 42 // an expired record
@@ -117,7 +130,7 @@ func TestRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T) {
 	assert.Equal(t, int64(1), r.Skipped)
 	assert.Equal(t, truth.count(expired)-1, r.Evicted)
 	assert.Equal(t, truth.count(stuck), r.Reclaimed)
-	assert.Equal(t, truth.live(), r.LiveKeys)
+	assert.Equal(t, e.pass(truth).live, r.LiveKeys)
 	assert.Equal(t, truth.lag, r.EvictionLag, "the victim was expired when scanned")
 	checkIdentity(t, r)
 
@@ -131,7 +144,10 @@ func TestRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T) {
 }
 
 func TestStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testStuckRecordCompletedBeforeItsReclaimSurvives)
+}
+
+func testStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	const victim = 43 // a stuck record: its owner is slow, not dead
@@ -169,7 +185,10 @@ func TestStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T) {
 }
 
 func TestSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun)
+}
+
+func testSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 1200)
 	// Each page takes a second of the test's clock; the budget is 6, about
@@ -182,7 +201,7 @@ func TestSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun(t *testing.T) {
 	assert.Equal(t, dynamostore.SweepStoppedByBudget, first.StoppedBy)
 	require.NotEmpty(t, first.Cursor)
 	assert.Positive(t, first.Scanned)
-	assert.Less(t, first.Scanned, int64(1200))
+	assert.Less(t, first.Scanned, e.pass(truth).read)
 	assert.LessOrEqual(t, first.Pages, int64(6+4), "no page starts after the budget (one in flight per segment)")
 	assert.GreaterOrEqual(t, first.Duration, 6*time.Second)
 	checkIdentity(t, first)
@@ -193,19 +212,26 @@ func TestSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, second.Finished)
 	assert.Empty(t, second.Cursor)
-	assert.Equal(t, 4, second.Segments)
+	if e.indexed() {
+		assert.Equal(t, 2, second.Segments, "shards are swept 2 at a time now")
+	} else {
+		assert.Equal(t, 4, second.Segments)
+	}
 	checkIdentity(t, second)
 
-	assert.Equal(t, int64(1200), first.Scanned+second.Scanned, "each item scanned once over the pass")
+	assert.Equal(t, e.pass(truth).read, first.Scanned+second.Scanned, "each item read once over the pass")
 	assert.Equal(t, truth.count(expired), first.Evicted+second.Evicted)
 	assert.Equal(t, truth.count(stuck), first.Reclaimed+second.Reclaimed)
-	assert.Equal(t, truth.live(), first.LiveKeys+second.LiveKeys)
+	assert.Equal(t, e.pass(truth).live, first.LiveKeys+second.LiveKeys)
 	assert.Zero(t, first.Skipped+second.Skipped)
 	assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress]), tableKeys(t, e.ep.Client, e.table))
 }
 
 func TestDryRunDeletesNothingAndReportsWhatItWouldDo(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testDryRunDeletesNothingAndReportsWhatItWouldDo)
+}
+
+func testDryRunDeletesNothingAndReportsWhatItWouldDo(t *testing.T, e *env) {
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	before := tableKeys(t, e.ep.Client, e.table)
 	e.calls.Reset()
@@ -215,7 +241,7 @@ func TestDryRunDeletesNothingAndReportsWhatItWouldDo(t *testing.T) {
 	assert.True(t, r.DryRun)
 	assert.Equal(t, truth.count(expired), r.Evicted)
 	assert.Equal(t, truth.count(stuck), r.Reclaimed)
-	assert.Equal(t, truth.live(), r.LiveKeys)
+	assert.Equal(t, e.pass(truth).live, r.LiveKeys)
 	assert.Equal(t, truth.oldest, r.OldestLiveKeyAge)
 	assert.Equal(t, truth.lag, r.EvictionLag)
 	assert.True(t, r.Finished)
@@ -238,12 +264,15 @@ func (s *sleeper) Sleep(_ context.Context, d time.Duration) error {
 }
 
 func TestRateLimitSpacesPagesOnTheInjectedClock(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testRateLimitSpacesPagesOnTheInjectedClock)
+}
+
+func testRateLimitSpacesPagesOnTheInjectedClock(t *testing.T, e *env) {
 	// 1050 items: the last page is partial, so that no backend returns a
 	// LastEvaluatedKey after it. (A page that ends exactly at the end of
 	// the table may carry one, and then an empty page follows: DynamoDB
 	// and the embedded emulator do, moto does not.)
-	seed(t, e.ep.Client, e.table, e.clock.Now(), 1050)
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 1050)
 	s := &sleeper{clock: e.clock}
 	start := e.clock.Now()
 	r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) {
@@ -251,7 +280,26 @@ func TestRateLimitSpacesPagesOnTheInjectedClock(t *testing.T) {
 	}).Sweep(context.Background(), "")
 	require.NoError(t, err)
 	assert.True(t, r.Finished)
-	assert.Equal(t, int64(1050), r.Scanned)
+	assert.Equal(t, e.pass(truth).read, r.Scanned)
+	if e.indexed() {
+		// The same bucket, over 96 pages or more (three queries per
+		// shard, one shard after the other): the last page (the next
+		// record of the last shard, 1 item if it has one) starts once
+		// the items read before it, less the first second's worth,
+		// are paid for at 100 per second.
+		last := int64(0)
+		for _, pk := range truth.byKind[liveCompleted] {
+			if dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk, dynamostore.StateCompleted) == "c31" {
+				last = 1
+			}
+		}
+		assert.GreaterOrEqual(t, r.Pages, int64(3*dynamostore.ExpiryIndexShards))
+		want := time.Duration(r.Scanned-last-100) * 10 * time.Millisecond
+		assert.Equal(t, want, e.clock.Now().Sub(start))
+		assert.Equal(t, want, time.Duration(s.slept.Load()))
+		assert.Equal(t, want, r.Duration)
+		return
+	}
 	// Pages shrink to a second's worth (100). The bucket starts with one
 	// second's worth, then refills at 100 items per second: pages 1 and 2
 	// start at 0 s, page k at k-2 seconds; the 11th page (50 items, the
@@ -263,7 +311,10 @@ func TestRateLimitSpacesPagesOnTheInjectedClock(t *testing.T) {
 }
 
 func TestRateLimitWaitPastTheBudgetStopsTheSweepInstead(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testRateLimitWaitPastTheBudgetStopsTheSweepInstead)
+}
+
+func testRateLimitWaitPastTheBudgetStopsTheSweepInstead(t *testing.T, e *env) {
 	seed(t, e.ep.Client, e.table, e.clock.Now(), 1000)
 	s := &sleeper{clock: e.clock}
 	start := e.clock.Now()
@@ -273,7 +324,15 @@ func TestRateLimitWaitPastTheBudgetStopsTheSweepInstead(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, r.Finished)
 	assert.Equal(t, dynamostore.SweepStoppedByBudget, r.StoppedBy)
-	assert.Equal(t, int64(400), r.Scanned, "pages at 0, 0, 1 and 2 s; the next would start at 3 s, the budget")
+	if e.indexed() {
+		// Pages of up to 100 entries: the last one starts before 3 s,
+		// when at most 400 entries were paid for, and ends the sweep
+		// once more than 400 are.
+		assert.Greater(t, r.Scanned, int64(400))
+		assert.LessOrEqual(t, r.Scanned, int64(500))
+	} else {
+		assert.Equal(t, int64(400), r.Scanned, "pages at 0, 0, 1 and 2 s; the next would start at 3 s, the budget")
+	}
 	assert.LessOrEqual(t, e.clock.Now().Sub(start), 3*time.Second, "it never sleeps past its budget")
 }
 
@@ -286,18 +345,25 @@ type failingScans struct {
 }
 
 func (c *failingScans) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	c.mu.Lock()
-	c.n++
-	fail := c.fail[c.n]
-	c.mu.Unlock()
-	if fail {
+	if c.failNext() {
 		return nil, ddbtest.ErrInjected
 	}
 	return c.SweepClient.Scan(ctx, in, optFns...)
 }
 
+// failNext numbers a call and reports whether it must fail.
+func (c *failingScans) failNext() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.fail[c.n]
+}
+
 func TestFailedScanStopsItsSegmentAndTheCursorResumesFromThatPage(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testFailedScanStopsItsSegmentAndTheCursorResumesFromThatPage)
+}
+
+func testFailedScanStopsItsSegmentAndTheCursorResumesFromThatPage(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	client := &failingScans{SweepClient: e.client, fail: map[int]bool{2: true}}
@@ -306,25 +372,34 @@ func TestFailedScanStopsItsSegmentAndTheCursorResumesFromThatPage(t *testing.T) 
 	first, err := sweeper.Sweep(ctx, "")
 	var se *dynamostore.StoreError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "Scan", se.Op)
+	assert.Equal(t, e.readOp(), se.Op)
 	assert.ErrorIs(t, err, ddbtest.ErrInjected)
 	assert.False(t, first.Finished)
 	assert.Equal(t, dynamostore.SweepStoppedByError, first.StoppedBy)
 	assert.Equal(t, int64(1), first.Errors)
-	assert.Equal(t, int64(100), first.Scanned, "one page before the failure")
+	if e.indexed() {
+		// The first shard stopped at its second query; the others
+		// were swept.
+		assert.Less(t, first.Scanned, e.pass(truth).read)
+	} else {
+		assert.Equal(t, int64(100), first.Scanned, "one page before the failure")
+	}
 	require.NotEmpty(t, first.Cursor)
 
 	second, err := sweeper.Sweep(ctx, first.Cursor)
 	require.NoError(t, err)
 	assert.True(t, second.Finished)
-	assert.Equal(t, int64(400), first.Scanned+second.Scanned)
+	assert.Equal(t, e.pass(truth).read, first.Scanned+second.Scanned)
 	assert.Equal(t, truth.count(expired), first.Evicted+second.Evicted)
 	assert.Equal(t, truth.count(stuck), first.Reclaimed+second.Reclaimed)
-	assert.Equal(t, truth.live(), first.LiveKeys+second.LiveKeys)
+	assert.Equal(t, e.pass(truth).live, first.LiveKeys+second.LiveKeys)
 }
 
 func TestFailedDeletesAreCountedAndTheSweepGoesOn(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testFailedDeletesAreCountedAndTheSweepGoesOn)
+}
+
+func testFailedDeletesAreCountedAndTheSweepGoesOn(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	faulty := ddbtest.NewFaulty(e.client)
@@ -358,7 +433,10 @@ func TestFailedDeletesAreCountedAndTheSweepGoesOn(t *testing.T) {
 }
 
 func TestSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys)
+}
+
+func testSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	target := truth.byKind[expired][3]
@@ -391,13 +469,14 @@ func TestSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys(t *testing.T) {
 	require.Len(t, summaries, 1)
 	s := summaries[0]
 	assert.Equal(t, "INFO", s["level"])
+	pass := e.pass(truth)
 	want := map[string]any{
-		"table": e.table, "dry_run": false, "segments": 4.0, "scanned": 400.0, "evicted": 99.0,
-		"reclaimed": 100.0, "skipped": 1.0, "live_keys": 200.0, "foreign": 0.0, "errors": 0.0,
+		"table": e.table, "mode": string(e.mode), "dry_run": false, "segments": 4.0, "scanned": float64(pass.read), "evicted": 99.0,
+		"reclaimed": 100.0, "skipped": 1.0, "live_keys": float64(pass.live), "foreign": 0.0, "errors": 0.0,
 		"finished": true, "stopped_by": "", "resumable": false,
 		"consumed_rcu": r.ConsumedReadUnits, "consumed_wcu": r.ConsumedWriteUnits,
 		"oldest_live_key_age": float64(truth.oldest), "eviction_lag": float64(truth.lag),
-		"duration": 0.0, "scanned_per_evicted": 400.0 / 99.0, "pages": float64(r.Pages),
+		"duration": 0.0, "scanned_per_evicted": float64(pass.read) / 99.0, "pages": float64(r.Pages),
 	}
 	for k, v := range want {
 		assert.Equal(t, v, s[k], k)
@@ -410,7 +489,10 @@ func TestSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys(t *testing.T) {
 }
 
 func TestSweepLeavesForeignItemsAndTheCursorItemAlone(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepLeavesForeignItemsAndTheCursorItemAlone)
+}
+
+func testSweepLeavesForeignItemsAndTheCursorItemAlone(t *testing.T, e *env) {
 	ctx := context.Background()
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 40)
 	require.NoError(t, dynamostore.SaveSweepCursor(ctx, e.client, e.table, "resume-here", e.clock.Now()))
@@ -420,7 +502,12 @@ func TestSweepLeavesForeignItemsAndTheCursorItemAlone(t *testing.T) {
 
 	r, err := e.sweeper(e.client).Sweep(ctx, "")
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), r.Foreign)
+	if e.indexed() {
+		// The cursor item has no bucket, so it is not in the index.
+		assert.Equal(t, int64(1), r.Foreign)
+	} else {
+		assert.Equal(t, int64(2), r.Foreign)
+	}
 	assert.Equal(t, truth.count(expired), r.Evicted)
 	checkIdentity(t, r)
 	cursor, err := dynamostore.LoadSweepCursor(ctx, e.client, e.table)
@@ -459,7 +546,10 @@ func TestSweepCursorKeyNeverCollidesWithARecordKey(t *testing.T) {
 }
 
 func TestSweepRefusesAnInvalidCursorWithoutCallingDynamoDB(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepRefusesAnInvalidCursorWithoutCallingDynamoDB)
+}
+
+func testSweepRefusesAnInvalidCursorWithoutCallingDynamoDB(t *testing.T, e *env) {
 	ctx := context.Background()
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -483,7 +573,10 @@ func TestSweepRefusesAnInvalidCursorWithoutCallingDynamoDB(t *testing.T) {
 }
 
 func TestCanceledSweepReturnsACursorThatRunsTheWholePass(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testCanceledSweepReturnsACursorThatRunsTheWholePass)
+}
+
+func testCanceledSweepReturnsACursorThatRunsTheWholePass(t *testing.T, e *env) {
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -499,12 +592,15 @@ func TestCanceledSweepReturnsACursorThatRunsTheWholePass(t *testing.T) {
 	again, err := e.sweeper(e.client).Sweep(context.Background(), r.Cursor)
 	require.NoError(t, err)
 	assert.True(t, again.Finished)
-	assert.Equal(t, int64(400), again.Scanned)
+	assert.Equal(t, e.pass(truth).read, again.Scanned)
 	assert.Equal(t, truth.count(expired), again.Evicted)
 }
 
 func TestSweepStopsTheMarginBeforeTheContextDeadline(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepStopsTheMarginBeforeTheContextDeadline)
+}
+
+func testSweepStopsTheMarginBeforeTheContextDeadline(t *testing.T, e *env) {
 	seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	// Pages take 20 minutes of the test's clock; the deadline is an hour
 	// away, so the third page starts at 40 minutes, and none after.
@@ -515,11 +611,16 @@ func TestSweepStopsTheMarginBeforeTheContextDeadline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.SweepStoppedByBudget, r.StoppedBy)
 	assert.Equal(t, int64(3), r.Pages)
-	assert.Equal(t, int64(300), r.Scanned)
+	if !e.indexed() {
+		assert.Equal(t, int64(300), r.Scanned)
+	}
 }
 
 func TestShortDeadlineLeavesHalfTheRemainingTimeAsMargin(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testShortDeadlineLeavesHalfTheRemainingTimeAsMargin)
+}
+
+func testShortDeadlineLeavesHalfTheRemainingTimeAsMargin(t *testing.T, e *env) {
 	seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	// 4 s left, a 5 s margin: the sweep still runs for about 2 s.
 	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
@@ -571,13 +672,26 @@ func TestReportJSONCarriesTheFiguresInSecondsAndTheCursor(t *testing.T) {
 }
 
 func TestSweepCountsNothingTwiceWhenTheClientFailsEverything(t *testing.T) {
-	e := newEnv(t)
+	inModes(t, testSweepCountsNothingTwiceWhenTheClientFailsEverything)
+}
+
+func testSweepCountsNothingTwiceWhenTheClientFailsEverything(t *testing.T, e *env) {
 	seed(t, e.ep.Client, e.table, e.clock.Now(), 40)
-	client := &failingScans{SweepClient: e.client, fail: map[int]bool{1: true, 2: true, 3: true, 4: true}}
+	// Every part's first call fails: the 4 segments', or the 32
+	// shards' (a shard whose query fails stops; the others go on).
+	parts := 4
+	if e.indexed() {
+		parts = dynamostore.ExpiryIndexShards
+	}
+	fail := map[int]bool{}
+	for i := range parts {
+		fail[i+1] = true
+	}
+	client := &failingScans{SweepClient: e.client, fail: fail}
 	r, err := e.sweeper(client).Sweep(context.Background(), "")
 	require.ErrorIs(t, err, ddbtest.ErrInjected)
-	assert.Equal(t, int64(4), r.Errors, "one failed Scan per segment")
-	assert.Len(t, r.ErrorMessages, 4)
+	assert.Equal(t, int64(parts), r.Errors, "one failed call per part")
+	assert.Len(t, r.ErrorMessages, min(parts, 5), "the first five at most")
 	assert.Zero(t, r.Scanned)
 	assert.Equal(t, dynamostore.SweepStoppedByError, r.StoppedBy)
 	assert.NotEmpty(t, r.Cursor)

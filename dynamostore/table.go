@@ -14,8 +14,10 @@ import (
 	"github.com/idemkey/idemkey/internal/keyschema"
 )
 
-// TableClient is the set of DynamoDB calls EnsureTable makes.
+// TableClient is the set of DynamoDB calls EnsureTable and its variants
+// make; UpdateTable is EnsureExpiryIndex's.
 type TableClient interface {
+	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
@@ -174,14 +176,7 @@ func EnsureTableWithoutTTL(ctx context.Context, client TableClient, table string
 func checkKeySchema(table string, t *types.TableDescription, s keyschema.Schema) error {
 	var pk, sk string
 	if t != nil {
-		for _, e := range t.KeySchema {
-			switch e.KeyType {
-			case types.KeyTypeHash:
-				pk = aws.ToString(e.AttributeName)
-			case types.KeyTypeRange:
-				sk = aws.ToString(e.AttributeName)
-			}
-		}
+		pk, sk = keyNames(t.KeySchema)
 	}
 	if pk != s.PartitionKey || sk != s.SortKey {
 		if s.SortKey == "" {
@@ -197,6 +192,20 @@ func checkKeySchema(table string, t *types.TableDescription, s keyschema.Schema)
 		}
 	}
 	return nil
+}
+
+// keyNames returns the partition and sort key attributes of a key schema
+// ("" for none).
+func keyNames(schema []types.KeySchemaElement) (hash, sort string) {
+	for _, e := range schema {
+		switch e.KeyType {
+		case types.KeyTypeHash:
+			hash = aws.ToString(e.AttributeName)
+		case types.KeyTypeRange:
+			sort = aws.ToString(e.AttributeName)
+		}
+	}
+	return hash, sort
 }
 
 func ensureTTL(ctx context.Context, client TableClient, table, ttlAttr string) error {

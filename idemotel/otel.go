@@ -2,12 +2,15 @@ package idemotel
 
 import (
 	"context"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
@@ -37,14 +40,15 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5,
 // idemkey.Observer, idemkey.Starter and idemkey.RoutingObserver, and is
 // safe for concurrent use.
 type Observer struct {
-	tracer                trace.Tracer
+	tracer                trace.Tracer // nil over the noop TracerProvider
+	metered               bool         // false over the noop MeterProvider
 	requests              metric.Int64Counter
 	claim, run, commit    metric.Float64Histogram
 	routing               metric.Int64Counter
 	sweepCounts           [5]metric.Int64Counter // scanned, evicted, reclaimed, skipped, errors
 	lag, oldest, liveKeys metric.Float64Gauge
 	measurements          memo[attrKey, measurement]
-	starts                memo[[2]string, []trace.SpanStartOption] // by mode and front door
+	annotations           sync.Pool // of *annotation, reused from span to span
 }
 
 var (
@@ -67,7 +71,12 @@ func New(optFns ...func(*Options)) *Observer {
 		o.TracerProvider = otel.GetTracerProvider()
 	}
 	m := o.MeterProvider.Meter(ScopeName)
-	ob := &Observer{tracer: o.TracerProvider.Tracer(ScopeName)}
+	ob := &Observer{}
+	if _, noop := o.TracerProvider.(tracenoop.TracerProvider); !noop {
+		ob.tracer = o.TracerProvider.Tracer(ScopeName)
+	}
+	_, noop := o.MeterProvider.(metricnoop.MeterProvider)
+	ob.metered = !noop
 	var errs []error
 	check := func(err error) {
 		if err != nil {
@@ -144,19 +153,69 @@ func (o *Observer) measurement(k attrKey) measurement {
 // spanKey marks the context of a request whose span this Observer started.
 type spanKey struct{}
 
-// StartRequest starts the request's span as a child of the span in ctx.
+// StartRequest starts the request's span as a child of the span in ctx,
+// and returns the context that holds it.
+//
+// The span starts without attributes: all of them are set when the
+// request ends (Observe), so that a request whose span is not sampled
+// pays for none of them; a sampler therefore decides without them. A span
+// that does not record (one its sampler dropped) costs nothing more: it
+// stays in the returned context, parent of the spans made inside, and is
+// not ended, as a span that records nothing has nothing to deliver.
+//
+// Over the noop TracerProvider of package
+// go.opentelemetry.io/otel/trace/noop, StartRequest returns ctx itself:
+// no span is started, and the incoming request's span stays the current
+// span of the guarded function's context.
 func (o *Observer) StartRequest(ctx context.Context, mode, frontDoor string) context.Context {
-	opts := o.starts.get([2]string{mode, frontDoor}, func() []trace.SpanStartOption {
-		return []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(attribute.String("idemkey.mode", mode), attribute.String("idemkey.front_door", frontDoor))}
-	})
-	ctx, span := o.tracer.Start(ctx, SpanName, opts...)
+	if o.tracer == nil {
+		return ctx
+	}
+	ctx, span := o.tracer.Start(ctx, SpanName)
+	if !span.IsRecording() {
+		return ctx
+	}
 	return context.WithValue(ctx, spanKey{}, span)
 }
 
 // Observe records e in the request instruments and ends the request's
-// span (when StartRequest started one on ctx).
+// span (when StartRequest started one on ctx). Over the noop
+// MeterProvider of package go.opentelemetry.io/otel/metric/noop it skips
+// the instruments, which would record nothing.
 func (o *Observer) Observe(ctx context.Context, e idemkey.Event) {
+	if o.metered {
+		o.record(ctx, &e)
+	}
+	if o.tracer == nil {
+		return
+	}
+	span, ok := ctx.Value(spanKey{}).(trace.Span)
+	if !ok || !current(ctx, span) {
+		return
+	}
+	if span.IsRecording() {
+		a, _ := o.annotations.Get().(*annotation)
+		if a == nil {
+			a = new(annotation)
+		}
+		a.write(span, &e)
+		*a = annotation{} // holds nothing of e while pooled
+		o.annotations.Put(a)
+	}
+	span.End()
+}
+
+// current reports whether span is the current span of ctx: not when the
+// request's own span did not record, and ctx holds the span of an
+// enclosing request, which is that request's to end.
+func current(ctx context.Context, span trace.Span) bool {
+	sc, in := span.SpanContext(), trace.SpanContextFromContext(ctx)
+	return sc.TraceID() == in.TraceID() && sc.SpanID() == in.SpanID()
+}
+
+// record adds e to the request instruments, with the attribute set of its
+// outcome, mode, front door and class.
+func (o *Observer) record(ctx context.Context, e *idemkey.Event) {
 	opt := o.measurement(attrKey{e.Outcome, e.Mode, e.FrontDoor, e.Class})
 	o.requests.Add(ctx, 1, opt.add...)
 	if e.Phases&idemkey.PhaseClaim != 0 {
@@ -168,26 +227,31 @@ func (o *Observer) Observe(ctx context.Context, e idemkey.Event) {
 	if e.Phases&idemkey.PhaseCommit != 0 {
 		o.commit.Record(ctx, e.Commit.Seconds(), opt.record...)
 	}
-	span, ok := ctx.Value(spanKey{}).(trace.Span)
-	if !ok {
-		return
-	}
-	if span.IsRecording() {
-		o.annotate(span, &e)
-	}
-	span.End()
 }
 
-// annotate writes e on its span.
-func (o *Observer) annotate(span trace.Span, e *idemkey.Event) {
+// annotation holds the arguments of a span's AddEvent and SetAttributes
+// calls: its events' options and its attributes (at most eight). A span
+// copies what it keeps of them (the SDK's spans do), so one annotation
+// serves span after span.
+type annotation struct {
+	claim, commit [1]trace.EventOption
+	attrs         [8]attribute.KeyValue
+}
+
+// write writes e on its span: its events, then all its attributes in one
+// call.
+func (a *annotation) write(span trace.Span, e *idemkey.Event) {
 	if e.Phases&idemkey.PhaseClaim != 0 {
-		span.AddEvent("claim", trace.WithTimestamp(e.Start.Add(e.Claim)))
+		a.claim[0] = trace.WithTimestamp(e.Start.Add(e.Claim))
+		span.AddEvent("claim", a.claim[:]...)
 	}
 	if e.Phases&idemkey.PhaseCommit != 0 {
-		span.AddEvent("commit", trace.WithTimestamp(e.Start.Add(e.Claim+e.Run+e.Commit)))
+		a.commit[0] = trace.WithTimestamp(e.Start.Add(e.Claim + e.Run + e.Commit))
+		span.AddEvent("commit", a.commit[:]...)
 	}
-	attrs := make([]attribute.KeyValue, 0, 7)
-	attrs = append(attrs,
+	attrs := append(a.attrs[:0],
+		attribute.String("idemkey.mode", e.Mode),
+		attribute.String("idemkey.front_door", e.FrontDoor),
 		attribute.String("idemkey.outcome", string(e.Outcome)),
 		attribute.Int("idemkey.store_calls", e.StoreCalls),
 		attribute.Int("idemkey.staged_actions", e.StagedActions))

@@ -51,7 +51,7 @@ func TestFrontReportsConsumedCapacityWhenAsked(t *testing.T) {
 			require.NotNil(t, scan.ConsumedCapacity)
 			assert.Equal(t, 0.5, aws.ToFloat64(scan.ConsumedCapacity.CapacityUnits), "3 KB read eventually consistently")
 			require.NotNil(t, del.ConsumedCapacity)
-			assert.Equal(t, 1.0, aws.ToFloat64(del.ConsumedCapacity.CapacityUnits))
+			assert.Equal(t, 3.0, aws.ToFloat64(del.ConsumedCapacity.CapacityUnits), "a delete is charged the size of the item it deletes")
 		})
 	}
 }

@@ -16,6 +16,9 @@ import (
 // limits are lower (16 MB for BatchWriteItem).
 const maxRequestBody = 32 << 20
 
+// maxBulkLoadBody bounds the body of a bulk load: 1 GiB.
+const maxBulkLoadBody = 1 << 30
+
 // NewHandler returns the embedded emulator as an http.Handler: a new, empty
 // minidyn server (github.com/truora/minidyn/server) behind the front that
 // closes minidyn's gaps. Every call returns an independent emulator with no
@@ -84,7 +87,21 @@ const maxRequestBody = 32 << 20
 //     the item as it was before the put (minidyn always returns the new
 //     item).
 //   - Table descriptions from CreateTable and DescribeTable carry TableStatus
-//     ACTIVE, and from DeleteTable DELETING, so the SDK's table waiters work.
+//     ACTIVE, from UpdateTable UPDATING and from DeleteTable DELETING, so
+//     the SDK's table waiters work.
+//   - A global secondary index that UpdateTable creates is backfilled at
+//     once with the table's items that have its key attributes (minidyn
+//     creates it empty), and is ACTIVE.
+//   - A Query on a global secondary index is answered by the front, in time
+//     proportional to the table's items and the index partition read, with
+//     the sort key ordered by value, Limit counting the entries read and
+//     a page ending at 1 MB; minidyn re-sorts the whole index on every
+//     Query and orders numbers as strings.
+//   - ConsumedCapacity, when asked for, is estimated by DynamoDB's rules:
+//     item sizes as DynamoDB counts them, the whole items a Scan or Query
+//     read (the index entries, for an index), the larger of the item
+//     before and after a write, and the writes a global secondary index
+//     adds (one to put or remove an entry, two to change its key).
 //
 // Requests for operations neither the front nor minidyn implement fail with
 // an UnknownOperationException in the DynamoDB JSON error shape (minidyn
@@ -102,12 +119,16 @@ type front struct {
 	opts  Options
 
 	slowPut bool // answer every PutItem through the HTTP handler (tests compare the paths)
+	// minidynIndexQuery leaves every Query on an index to minidyn (tests
+	// compare the paths).
+	minidynIndexQuery bool
 
 	mu     sync.Mutex
 	tables map[string]struct{}   // tables that exist, for ListTables
 	ttl    map[string]ttlSetting // TTL settings by table
 	keys   map[string][]string   // key attribute names by table
 	tokens tokenStore
+	parts  map[string]*tableParts // index partitions by table, for Query
 }
 
 func newFront(eng *engine, opts Options) *front {
@@ -119,6 +140,7 @@ func newFront(eng *engine, opts Options) *front {
 		ttl:    map[string]ttlSetting{},
 		keys:   map[string][]string{},
 		tokens: tokenStore{records: map[string]tokenRecord{}},
+		parts:  map[string]*tableParts{},
 	}
 }
 
@@ -129,7 +151,11 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.inner.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	limit := int64(maxRequestBody)
+	if r.Header.Get("X-Amz-Target") == bulkLoadTarget {
+		limit = maxBulkLoadBody
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		errorResponse(http.StatusBadRequest, codeSerialization, "localstack: reading request body: "+err.Error()).writeTo(w)
 		return
@@ -147,9 +173,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	f.mu.Lock()
-	resp := f.serve(r.Context(), op, r.Header, body, &in)
+	var m *meter
 	if !f.opts.DisableConsumedCapacity && !in.noCapacity() {
-		addConsumedCapacity(op, body, resp)
+		m = f.startMeter(op, body)
+	}
+	in.read = -1
+	resp := f.serve(r.Context(), op, r.Header, body, &in)
+	f.written(op, body)
+	if m != nil {
+		m.finish(f, resp, in.read)
 	}
 	f.mu.Unlock()
 	resp.writeTo(w)
@@ -160,6 +192,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type decoded struct {
 	put         *server.PutItemInput
 	transaction *transactInput
+	// read is set by a Scan or Query the front answers itself: the bytes
+	// of the items or index entries it read, for consumed capacity (-1:
+	// not answered by the front).
+	read int
 }
 
 // noCapacity reports whether the request is known not to ask for
@@ -195,7 +231,11 @@ func (f *front) serve(ctx context.Context, op string, header http.Header, body [
 	case "TransactWriteItems":
 		return f.transactWriteItems(ctx, header, body, in.transaction)
 	case "Scan", "Query":
-		return f.search(ctx, op, header, body)
+		return f.search(ctx, op, header, body, in)
+	case "BulkPutItems":
+		if header.Get("X-Amz-Target") == bulkLoadTarget {
+			return f.bulkPut(body)
+		}
 	}
 
 	if op == "PutItem" && in.put != nil && !f.slowPut && !f.opts.DisablePutReturnValues && !f.opts.DisableReturnOldItem {
@@ -210,7 +250,7 @@ func (f *front) serve(ctx context.Context, op string, header http.Header, body [
 	resp := call(ctx, f.inner, op, header, body)
 	var err error
 	switch op {
-	case "CreateTable", "DeleteTable", "DescribeTable":
+	case "CreateTable", "DeleteTable", "DescribeTable", "UpdateTable":
 		err = f.afterTableOperation(op, body, resp)
 	case "PutItem", "UpdateItem", "DeleteItem":
 		err = f.afterItemWrite(ctx, body, resp)

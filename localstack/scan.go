@@ -26,14 +26,20 @@ const keyListLimit = 1000
 // ExclusiveStartKey item while the request runs (see holdStartKey), answers
 // a parallel Scan itself (see segmentScan) and passes everything else to
 // minidyn, amending the counts of the response (see afterSearch).
-func (f *front) search(ctx context.Context, op string, header http.Header, body []byte) *response {
+func (f *front) search(ctx context.Context, op string, header http.Header, body []byte, in *decoded) *response {
+	if op == "Query" && !f.minidynIndexQuery {
+		if resp, read := f.indexQuery(body); resp != nil {
+			in.read = read
+			return resp
+		}
+	}
 	var release func() error
 	if !f.opts.DisableStartKeyResume {
 		release = f.holdStartKey(ctx, body)
 	}
 	var resp *response
 	if op == "Scan" && !f.opts.DisableScanSegments {
-		resp = f.segmentScan(ctx, body)
+		resp = f.segmentScan(ctx, body, &in.read)
 	}
 	if resp == nil {
 		resp = call(ctx, f.inner, op, header, body)
@@ -154,7 +160,7 @@ type scanRequest struct {
 // them), and a whole parallel scan, all segments, about N+2·T·pages, so
 // O(N²) key comparisons in all. That is fine for test tables of thousands
 // of items, not for millions.
-func (f *front) segmentScan(ctx context.Context, body []byte) *response {
+func (f *front) segmentScan(ctx context.Context, body []byte, read *int) *response {
 	var req scanRequest
 	if json.Unmarshal(body, &req) != nil || (req.Segment == nil && req.TotalSegments == nil) {
 		return nil
@@ -224,6 +230,7 @@ func (f *front) segmentScan(ctx context.Context, body []byte) *response {
 	if limit > 0 && len(todo) == limit {
 		_ = out.set("LastEvaluatedKey", last)
 	}
+	*read = f.itemsSize(*req.TableName, todo)
 	return jsonResponse(out)
 }
 
@@ -379,4 +386,24 @@ func segmentOf(v json.RawMessage, total int64) (int64, bool) {
 		return 0, false
 	}
 	return int64(h.Sum64() % uint64(total)), true
+}
+
+// itemsSize returns the sum of the sizes of the whole items of table whose
+// keys are listed in todo.
+func (f *front) itemsSize(table string, todo []segmentItem) int {
+	t := f.eng.table(table)
+	if t == nil {
+		return 0
+	}
+	n := 0
+	for _, e := range todo {
+		key, ok := wireKey(e.key)
+		if !ok {
+			continue
+		}
+		if k, ok := tableKey(t, typesItem(key)); ok {
+			n += itemSize(t.Data[k])
+		}
+	}
+	return n
 }

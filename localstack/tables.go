@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 )
 
 // tableRequest is the part of a request that names a table.
@@ -35,6 +36,11 @@ func (f *front) afterTableOperation(op string, body []byte, resp *response) erro
 		delete(f.ttl, name)
 		delete(f.keys, name)
 		member, status = "TableDescription", "DELETING"
+	case "UpdateTable":
+		if t := f.eng.table(name); t != nil && strings.Contains(string(body), `"GlobalSecondaryIndexUpdates"`) {
+			rebuildIndexes(t) // backfill a created index
+		}
+		member, status = "TableDescription", "UPDATING"
 	}
 	if f.opts.DisableTableStatus {
 		return nil

@@ -10,6 +10,7 @@
 #   capacity mode=<claim_first|one_trip|separate_writes> outcome=<...> wcu=<x> rcu=<y>
 #   emulator transact_vs_put=<ratio>
 #   load guarded_vs_unguarded=<ratio>
+#   sweep mode=<scan|index> records=<n> expired=<n> read_units=<x> write_units=<y>
 #
 # latency: BenchmarkLatency (handler/latency_bench_test.go), 16 clients,
 # LATENCY_N requests per case (default 800) over the embedded emulator
@@ -54,6 +55,9 @@ go test -run '^$' -bench '^BenchmarkLatency$' -benchtime "${LATENCY_N:-800}x" -c
 echo "== capacity units per outcome (asserted by the test)" >&2
 go test -count=1 -run '^TestCapacityPerOutcome$' -v ./internal/capacity >"$out/capacity.txt"
 
+echo "== eviction at scale: one full sweep, scan vs index mode, 2k/20k/200k records (asserted by the test)" >&2
+go test -count=1 -timeout 30m -run '^TestSweepCapacityScanVsIndex$' -v ./internal/sweepbench >"$out/sweep-capacity.txt"
+
 echo "== load: the payments example guarded vs unguarded, and the emulator's ceilings (wrk)" >&2
 scripts/load.sh "${LOAD_DURATION:-10s}" "${LOAD_CONNECTIONS:-16}" | tee "$out/load.txt" >&2
 
@@ -90,3 +94,4 @@ awk '/^BenchmarkLatency\// {
 grep '^capacity ' "$out/capacity.txt"
 
 grep -E '^emulator transact_vs_put=|^load guarded_vs_unguarded=' "$out/load.txt"
+grep '^sweep mode=' "$out/sweep-capacity.txt"

@@ -20,8 +20,14 @@ if ! command -v wrk >/dev/null; then
 fi
 
 tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
+# start runs in command substitutions (subshells), so the servers' pids go
+# to a file, not to a variable the subshell would lose.
+cleanup() {
+	if [ -f "$tmp/pids" ]; then
+		while read -r p; do kill "$p" 2>/dev/null || true; done <"$tmp/pids"
+	fi
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 go build -o "$tmp/emulator" ./localstack/cmd/emulator
@@ -31,7 +37,7 @@ go build -o "$tmp/payments" ./examples/payments
 start() {
 	local out="$tmp/out.$RANDOM"
 	"$@" >"$out" 2>"$out.err" &
-	pids+=($!)
+	echo $! >>"$tmp/pids"
 	for _ in $(seq 1 300); do
 		if url=$(grep -o 'http://[0-9.:]*' "$out" | head -1) && [ -n "$url" ]; then
 			echo "$url"; return 0

@@ -1,10 +1,10 @@
 // Command idemctl is the operator's tool for an idemkey key table:
 //
-//	idemctl create-table -table T [-wait 2m] [-no-ttl]
+//	idemctl create-table -table T [-wait 2m] [-no-ttl] [-index]
 //	idemctl inspect      -table T -scope S -key K [-body]
 //	idemctl list         -table T -scope S [-limit 100] [-max-scanned 0]
 //	idemctl release      -table T -scope S -key K [-force] [-force-completed]
-//	idemctl sweep        -table T [-segments 4] [-dry-run] [-budget 0] [-rate 1000] [-page 500] [-cursor C] [-writer-region R] [-v]
+//	idemctl sweep        -table T [-mode scan] [-segments 4] [-dry-run] [-budget 0] [-rate 1000] [-page 500] [-cursor C] [-writer-region R] [-v]
 //	idemctl scope        -bearer TOKEN
 //
 // create-table creates the table (on-demand, partition key "pk", TTL on
@@ -12,7 +12,9 @@
 // creates or checks it without TTL, as dynamostore.EnsureTableWithoutTTL
 // does, for tables whose records sweepers evict: MRSC global tables (no
 // TTL) and MREC global tables in multiregion HomeRegion mode (TTL deletes
-// replicate and can erase a newer record). inspect prints
+// replicate and can erase a newer record); with -index it also creates the
+// expiry index (dynamostore.EnsureExpiryIndex) and waits until it is
+// ACTIVE, or checks an existing one. inspect prints
 // a key's live record as JSON: state, method, path, fingerprint, times,
 // and the stored response's status, header names and body size (the body
 // only with -body). release deletes a stuck key (in progress, its lock
@@ -23,7 +25,10 @@
 // pass prints a cursor to pass back with -cursor; -writer-region R sweeps
 // only the records region R wrote (dynamostore.SweepOptions.Region), as
 // an MREC global table in multiregion HomeRegion mode needs, and refuses
-// to run unless R is the AWS region, i.e. against R's own replica.
+// to run unless R is the AWS region, i.e. against R's own replica; -mode
+// index reads the expiry index instead of the whole table
+// (dynamostore.SweepIndex) and fails, naming the missing or unfit index
+// and how to create it, on a table without it.
 // Interrupting a sweep (SIGINT, SIGTERM) stops it cleanly with a cursor.
 //
 // Every command but scope takes the key schema of a table shared with the

@@ -53,13 +53,14 @@ gets dummy ones, as emulators need; any other endpoint needs real credentials.
 
 // commandHelp is what "idemctl <command> -h" says before the flags.
 var commandHelp = map[string]string{
-	"create-table": `usage: idemctl create-table -table T [-wait 2m] [-no-ttl]
+	"create-table": `usage: idemctl create-table -table T [-wait 2m] [-no-ttl] [-index]
 
 Creates the key table (on-demand, partition key "pk", TTL on "exp") unless
 it exists, and checks an existing one; with -no-ttl, without TTL. With the
 key schema flags (-pk-attr, -sk-attr, -sk-value, -prefix, -ttl-attr) it
 creates a missing table with that schema and TTL on -ttl-attr, and only
-checks an existing one.
+checks an existing one. With -index it also creates, or checks, the expiry
+index that "idemctl sweep -mode index" and SWEEP_MODE=index read.
 `,
 	"inspect": `usage: idemctl inspect -table T -scope S -key K [-body]
 
@@ -84,6 +85,8 @@ executes; -force and -force-completed widen what it deletes.
 	"sweep": `usage: idemctl sweep -table T [flags]
 
 Evicts expired records and reclaims stuck ones, and prints the report as JSON.
+-mode index reads the expiry index instead of the whole table, and refuses a
+table without it (create it with idemctl create-table -index).
 `,
 	"scope": `usage: idemctl scope -bearer TOKEN
 
@@ -269,12 +272,31 @@ func createTable(ctx context.Context, c *command) int {
 	noTTL := c.flags.Bool("no-ttl", false, "create or check the table without TTL, evicted by sweepers: "+
 		"an MRSC global table (no TTL support) or an MREC global table in multiregion HomeRegion mode (TTL deletes replicate); "+
 		"a table with TTL on is refused, not changed")
+	index := c.flags.Bool("index", false, "also create (or check) the expiry index that sweep -mode index reads (dynamostore.EnsureExpiryIndex); "+
+		"on a table that holds records DynamoDB backfills it, which can outlast -wait")
 	if code, ok := c.parse(); !ok {
 		return code
 	}
+	code := createTableOnly(ctx, c, *wait, *noTTL)
+	if code != exitOK || !*index {
+		return code
+	}
+	client, err := c.client(ctx)
+	if err != nil {
+		return c.fail("%v", err)
+	}
+	if err := dynamostore.EnsureExpiryIndex(ctx, client, c.table, c.schema, *wait); err != nil {
+		return c.storeFail(err)
+	}
+	fmt.Fprintf(c.stdout, "expiry index %s of table %s is ACTIVE: sweep it with idemctl sweep -mode index, or SWEEP_MODE=index\n", dynamostore.ExpiryIndexName, c.table)
+	return exitOK
+}
+
+// createTableOnly is create-table without -index.
+func createTableOnly(ctx context.Context, c *command, wait time.Duration, noTTL bool) int {
 	eff := keyschema.Schema(c.schema).WithDefaults()
 	shared := eff != keyschema.Schema{}.WithDefaults()
-	if *noTTL && shared {
+	if noTTL && shared {
 		return c.usageError("-no-ttl takes the default key schema only")
 	}
 	client, err := c.client(ctx)
@@ -282,7 +304,7 @@ func createTable(ctx context.Context, c *command) int {
 		return c.fail("%v", err)
 	}
 	if shared {
-		if err := dynamostore.EnsureSchemaTable(ctx, client, c.table, c.schema, *wait); err != nil {
+		if err := dynamostore.EnsureSchemaTable(ctx, client, c.table, c.schema, wait); err != nil {
 			return c.storeFail(err)
 		}
 		keys := fmt.Sprintf("partition key %q (String)", eff.PartitionKey)
@@ -292,14 +314,14 @@ func createTable(ctx context.Context, c *command) int {
 		fmt.Fprintf(c.stdout, "table %s is ready: %s, TTL on %q, key records under %q\n", c.table, keys, eff.TTLAttribute, eff.Prefix+"#")
 		return exitOK
 	}
-	if *noTTL {
-		if err := dynamostore.EnsureTableWithoutTTL(ctx, client, c.table, *wait); err != nil {
+	if noTTL {
+		if err := dynamostore.EnsureTableWithoutTTL(ctx, client, c.table, wait); err != nil {
 			return c.storeFail(err)
 		}
 		fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL off (evict with a sweeper)\n", c.table, dynamostore.PartitionKey)
 		return exitOK
 	}
-	if err := dynamostore.EnsureTable(ctx, client, c.table, *wait); err != nil {
+	if err := dynamostore.EnsureTable(ctx, client, c.table, wait); err != nil {
 		return c.storeFail(err)
 	}
 	fmt.Fprintf(c.stdout, "table %s is ready: partition key %q (String), TTL on %q\n", c.table, dynamostore.PartitionKey, dynamostore.TTLAttribute)
@@ -451,6 +473,8 @@ func sweep(ctx context.Context, c *command) int {
 	page := c.flags.Int("page", dynamostore.DefaultSweepPageSize, "items per Scan page")
 	cursor := c.flags.String("cursor", "", "resume the pass an earlier sweep printed the cursor of")
 	verbose := c.flags.Bool("v", false, "log the sweep's summary and skipped records to stderr")
+	mode := c.flags.String("mode", string(dynamostore.SweepScan), "scan: read the whole table; index: read the expiry index only "+
+		"(the table must have it: idemctl create-table -index)")
 	writer := c.flags.String("writer-region", "", "sweep only the records this region wrote, in its own replica: it must be the AWS region "+
 		"(-region or the SDK's); for an MREC global table in multiregion HomeRegion mode, one sweep per region (a cursor resumes only a sweep of the same region)")
 	if code, ok := c.parse(); !ok {
@@ -465,6 +489,8 @@ func sweep(ctx context.Context, c *command) int {
 		return c.usageError("-page must be positive")
 	case *budget < 0 || *rate < 0:
 		return c.usageError("-budget and -rate must not be negative")
+	case *mode != string(dynamostore.SweepScan) && *mode != string(dynamostore.SweepIndex):
+		return c.usageError("-mode must be %s or %s", dynamostore.SweepScan, dynamostore.SweepIndex)
 	}
 	client, err := c.client(ctx)
 	if err != nil {
@@ -481,6 +507,7 @@ func sweep(ctx context.Context, c *command) int {
 	sweeper := dynamostore.NewSweeper(client, c.table, func(o *dynamostore.SweepOptions) {
 		o.Segments, o.DryRun, o.Budget, o.PageSize, o.Logger = *segments, *dryRun, *budget, *page, logger
 		o.ItemsPerSecond, o.Region, o.Schema = *rate, *writer, c.schema
+		o.Mode = dynamostore.SweepMode(*mode)
 		if *rate == 0 {
 			o.ItemsPerSecond = -1
 		}

@@ -34,6 +34,8 @@ type settings struct {
 	// Schema is dynamostore.SweepOptions.Schema: where the key records are
 	// in the table (the zero value: a dedicated key table).
 	Schema dynamostore.KeySchema
+	// Mode is dynamostore.SweepOptions.Mode ("": scan).
+	Mode dynamostore.SweepMode
 }
 
 // configFromEnv reads the settings from the variables the package doc
@@ -77,6 +79,16 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 	num("DRY_RUN", func(v string) (err error) { s.DryRun, err = strconv.ParseBool(v); return err })
 	if err == nil && s.Segments > dynamostore.MaxSweepSegments {
 		err = fmt.Errorf("SEGMENTS: at most %d, so that the resume cursor fits in one 400 KB item", dynamostore.MaxSweepSegments)
+	}
+	switch mode := strings.TrimSpace(getenv("SWEEP_MODE")); mode {
+	case "":
+	case string(dynamostore.SweepScan), string(dynamostore.SweepIndex):
+		s.Mode = dynamostore.SweepMode(mode)
+	default:
+		if err == nil {
+			err = fmt.Errorf("SWEEP_MODE=%q: must be %q (read the whole table) or %q (read the expiry index, which the table must have: "+
+				"create it with dynamostore.EnsureExpiryIndex or idemctl create-table -index)", mode, dynamostore.SweepScan, dynamostore.SweepIndex)
+		}
 	}
 	s.Region = strings.TrimSpace(getenv("WRITER_REGION"))
 	switch own := strings.TrimSpace(getenv("AWS_REGION")); {
@@ -126,6 +138,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
 		o.Now, o.Logger, o.Region, o.Schema = f.now, log, f.cfg.Region, f.cfg.Schema
+		o.Mode = f.cfg.Mode
 	})
 	report, err := sweeper.Resume(ctx)
 	if report == nil {

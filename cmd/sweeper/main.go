@@ -13,7 +13,9 @@
 // ride on the next event without the function invoking itself; the table
 // is already there, and the cursor costs one GetItem and one PutItem (or
 // DeleteItem when a pass finishes) per invocation. The function therefore
-// needs dynamodb:Scan, DeleteItem, GetItem and PutItem on the table.
+// needs dynamodb:Scan, DeleteItem, GetItem and PutItem on the table, and
+// in index mode dynamodb:Query on the expiry index and DescribeTable on
+// the table instead of Scan.
 //
 // Configuration, from the environment:
 //
@@ -27,6 +29,11 @@
 //	            pages, a Go duration (default 5s)
 //	DRY_RUN     "true": count, delete nothing; the cursor is neither read
 //	            nor saved, so each invocation starts a new pass
+//	SWEEP_MODE  "scan" (the default) reads the whole table; "index" reads
+//	            the expiry index only (dynamostore.SweepIndex), which the
+//	            table must have (dynamostore.EnsureExpiryIndex, idemctl
+//	            create-table -index, or the template's SweepMode). Any
+//	            other value refuses to start
 //	WRITER_REGION
 //	            sweep only the records this region wrote
 //	            (dynamostore.SweepOptions.Region); unset or empty: every

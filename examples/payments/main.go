@@ -136,7 +136,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	ep, err := localstack.Start(ctx)
+	// The embedded emulator runs in this process: its clients call it
+	// without a socket (an external endpoint is reached over the network).
+	ep, err := localstack.Start(ctx, func(o *localstack.Options) { o.InProcess = true })
 	if err != nil {
 		return fmt.Errorf("DynamoDB endpoint: %w", err)
 	}

@@ -111,6 +111,14 @@ func (t *Template) Resources(typ string) []string {
 // sorted actions an Allow statement of the function's inline policies
 // grants on it.
 func (t *Template) Actions(function string) (map[string][]string, error) {
+	return t.ActionsFor(function, nil)
+}
+
+// ActionsFor is Actions for a deployment with parameters p: a statement
+// written as !If [condition, statement, !Ref AWS::NoValue] counts when the
+// condition holds for p. A resource !Sub "${Table.Arn}/index/<name>" (an
+// index of the table) counts as the table.
+func (t *Template) ActionsFor(function string, params Params) (map[string][]string, error) {
 	policies := t.Path(function, "Properties", "Policies")
 	if policies == nil || policies.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s: no inline Policies", function)
@@ -122,6 +130,22 @@ func (t *Template) Actions(function string) (map[string][]string, error) {
 			return nil, fmt.Errorf("%s: a policy without Statement", function)
 		}
 		for _, s := range stmts.Content {
+			if s.Tag == "!If" {
+				if s.Kind != yaml.SequenceNode || len(s.Content) != 3 {
+					return nil, fmt.Errorf("%s: a statement !If wants 3 arguments", function)
+				}
+				ok, err := t.Condition(s.Content[0].Value, params)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", function, err)
+				}
+				branches := s.Content
+				if s = branches[2]; ok {
+					s = branches[1]
+				}
+				if s.Tag == "!Ref" && s.Value == "AWS::NoValue" {
+					continue
+				}
+			}
 			if get(s, "Effect").Value != "Allow" {
 				continue
 			}
@@ -179,6 +203,11 @@ func resources(n *yaml.Node) ([]string, error) {
 			out = append(out, r...)
 		}
 		return out, nil
+	}
+	if n.Tag == "!Sub" && strings.HasPrefix(n.Value, "${") {
+		if table, rest, ok := strings.Cut(strings.TrimPrefix(n.Value, "${"), ".Arn}/index/"); ok && rest != "" && !strings.ContainsAny(rest, "${}*") {
+			return []string{table}, nil
+		}
 	}
 	if n.Tag != "!GetAtt" || !strings.HasSuffix(n.Value, ".Arn") {
 		return nil, fmt.Errorf("resource %q is not !GetAtt <table>.Arn: least privilege means naming the table", n.Value)

@@ -90,3 +90,41 @@ func TestTemplatePassesWriterRegionToTheSweeperAndTurnsTTLOffWithIt(t *testing.T
 	require.Len(t, assertions.Content, 1)
 	assert.Equal(t, []string{"!Equals", "!Ref", "WriterRegion", "!Ref", "AWS::Region"}, flat(get(assertions.Content[0], "Assert")))
 }
+
+func TestSweepModeIndexGivesTheKeyTableTheExpiryIndexAndTheSweeperItsMode(t *testing.T) {
+	tpl, err := Load()
+	require.NoError(t, err)
+	require.NoError(t, tpl.Allowed("SweepMode", "scan"))
+	require.NoError(t, tpl.Allowed("SweepMode", "index"))
+	require.Error(t, tpl.Allowed("SweepMode", "gsi"))
+
+	for mode, indexed := range map[string]bool{"scan": false, "index": true} {
+		p := Params{"SweepMode": mode}
+		gsis, err := tpl.Property(p, "KeyTable", "Properties", "GlobalSecondaryIndexes")
+		require.NoError(t, err, mode)
+		env, err := tpl.Environment(p, "SweeperFunction")
+		require.NoError(t, err, mode)
+		assert.Equal(t, mode, env["SWEEP_MODE"])
+		granted, err := tpl.ActionsFor("SweeperFunction", p)
+		require.NoError(t, err)
+		if !indexed {
+			assert.Equal(t, NoValue, gsis, "scan mode: no index to pay for")
+			assert.NotContains(t, granted["KeyTable"], "dynamodb:Query")
+			continue
+		}
+		list, ok := gsis.([]any)
+		require.True(t, ok, "%T", gsis)
+		require.Len(t, list, 1)
+		gsi := list[0].(map[string]any)
+		assert.Equal(t, dynamostore.ExpiryIndexName, gsi["IndexName"])
+		assert.Equal(t, []any{
+			map[string]any{"AttributeName": dynamostore.ExpiryBucketAttribute, "KeyType": "HASH"},
+			map[string]any{"AttributeName": dynamostore.TTLAttribute, "KeyType": "RANGE"},
+		}, gsi["KeySchema"])
+		defs, err := tpl.Property(p, "KeyTable", "Properties", "AttributeDefinitions")
+		require.NoError(t, err)
+		assert.Contains(t, defs, map[string]any{"AttributeName": dynamostore.ExpiryBucketAttribute, "AttributeType": "S"})
+		assert.Contains(t, defs, map[string]any{"AttributeName": dynamostore.TTLAttribute, "AttributeType": "N"})
+		assert.Subset(t, granted["KeyTable"], []string{"dynamodb:Query", "dynamodb:DescribeTable"})
+	}
+}

@@ -1,0 +1,218 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
+)
+
+// SweepMode is how a Sweeper finds the records it deletes.
+//
+// SweepScan reads every item of the table with a parallel Scan: a run
+// costs half a read unit per 4 KB of the whole table, live records and
+// (on a shared table) the application's items included, however few
+// records expired. It needs nothing but the table, and suits small tables.
+//
+// SweepIndex reads the expiry index (ExpiryIndexName, created by
+// EnsureExpiryIndex) with Query: per shard, every in-progress record (the
+// requests in flight and the stuck ones), the completed records whose exp
+// passed, oldest first, and the one completed record that expires next. A
+// run costs read units in proportion to the expired and in-progress
+// records it reads, plus one query per shard and phase (3 ×
+// ExpiryIndexShards queries when nothing is to be done), whatever the
+// number of live completed records. The index costs writes: see
+// EnsureExpiryIndex.
+//
+// Both modes delete with the same conditional deletes, so they are equally
+// safe: a record claimed again, completed or deleted since it was read
+// survives and counts as skipped.
+type SweepMode string
+
+const (
+	// SweepScan reads the whole table; the zero Mode selects it.
+	SweepScan SweepMode = "scan"
+	// SweepIndex reads the expiry index.
+	SweepIndex SweepMode = "index"
+)
+
+// ErrExpiryIndex reports a table whose expiry index is missing, not
+// ACTIVE, or not the one EnsureExpiryIndex creates (another key schema, a
+// projection without the attributes a sweep decides on). The error's
+// message names the table, the index and what is wrong.
+var ErrExpiryIndex = errors.New("dynamostore: expiry index missing or unfit")
+
+// indexPhase is the query a shard's sweep stands at. The phases of a shard
+// run in this order; each pages until its end.
+type indexPhase byte
+
+const (
+	// phaseInProgress reads the shard's in-progress bucket whole.
+	phaseInProgress indexPhase = iota
+	// phaseExpired reads the shard's completed records whose exp passed.
+	phaseExpired
+	// phaseNext reads the shard's completed record that expires next
+	// (Limit 1): the observation of the oldest live record.
+	phaseNext
+	// phaseDone: the shard is swept.
+	phaseDone
+)
+
+// indexProjectedAttributes are the attributes besides the keys that the
+// expiry index must project: those a sweep decides on (the marker matters
+// on a schema with a Prefix only, and is projected on every schema so that
+// one index definition fits all).
+var indexProjectedAttributes = []string{attrState, attrLock, attrLockExp, attrCreated, attrRegion, keyschema.Marker}
+
+// indexQuery returns the Query of one page of shard's phase, at now.
+func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.Time, limit int,
+	after map[string]types.AttributeValue) *dynamodb.QueryInput {
+	proj, names := l.sweepProjection()
+	names["#bucket"] = ExpiryBucketAttribute
+	kind := byte(bucketCompleted)
+	cond := "#bucket = :bucket"
+	values := map[string]types.AttributeValue{}
+	switch phase {
+	case phaseInProgress:
+		kind = bucketInProgress
+	case phaseExpired:
+		cond += " AND #exp < :now_s"
+		values[":now_s"] = attrN(now.Unix())
+	case phaseNext:
+		cond += " AND #exp >= :now_s"
+		values[":now_s"] = attrN(now.Unix())
+		limit = 1
+	}
+	values[":bucket"] = attrS(l.Namespaced(bucketValue(kind, shard)))
+	return &dynamodb.QueryInput{
+		TableName:                 &table,
+		IndexName:                 aws.String(ExpiryIndexName),
+		KeyConditionExpression:    aws.String(cond),
+		ProjectionExpression:      aws.String(proj),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		Limit:                     aws.Int32(int32(min(limit, 1<<30))),
+		ExclusiveStartKey:         after,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+}
+
+// sweepIndex is Sweep in SweepIndex mode.
+func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, error) {
+	start := s.opts.Now()
+	cur := &indexCursor{Table: s.table, Region: s.opts.Region}
+	if cursor != "" {
+		var err error
+		if cur, err = decodeIndexCursor(cursor, s.table, s.opts.Region); err != nil {
+			return nil, err
+		}
+	}
+	if ctx.Err() == nil {
+		if err := s.checkIndex(ctx); err != nil {
+			return nil, err
+		}
+	}
+	run := s.newRun(ctx, start)
+	tallies := make([]sweepTally, ExpiryIndexShards)
+	pending := make(chan int, ExpiryIndexShards)
+	for shard, pos := range cur.Shards {
+		if pos.Phase == phaseDone {
+			tallies[shard] = sweepTally{done: true, phase: phaseDone}
+			continue
+		}
+		pending <- shard
+	}
+	close(pending)
+	var wg sync.WaitGroup
+	for range min(s.opts.Segments, max(len(pending), 1)) {
+		wg.Go(func() {
+			for shard := range pending {
+				pos := cur.Shards[shard]
+				tallies[shard] = run.indexShard(ctx, shard, pos.Phase, sweepKeyFromCursor(pos.After))
+			}
+		})
+	}
+	wg.Wait()
+
+	report, err := s.report(start, s.opts.Segments, tallies)
+	if !report.Finished {
+		next := &indexCursor{Table: s.table, Region: s.opts.Region}
+		for shard, t := range tallies {
+			next.Shards[shard].Phase = t.phase
+			if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 && t.phase != phaseDone {
+				next.Shards[shard].After = after
+			}
+		}
+		report.Cursor = next.encode()
+	}
+	return s.conclude(ctx, report, tallies, err)
+}
+
+// indexShard sweeps one shard of the expiry index from phase, starting
+// after the index key after (nil: from the phase's start), until the shard
+// is done, its stop time comes, its context ends or a Query fails.
+func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, after map[string]types.AttributeValue) sweepTally {
+	t := sweepTally{phase: phase, after: after}
+	o := &r.s.opts
+	for t.phase < phaseDone {
+		if t.stop = r.mayStart(ctx); t.stop != "" {
+			return t
+		}
+		// One instant for the query's condition and the decisions on its
+		// items: every entry the expired phase returns is expired at now.
+		now := o.Now()
+		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, o.PageSize, t.after))
+		if err != nil {
+			if ctx.Err() != nil {
+				t.stop = SweepStoppedByCancel
+				return t
+			}
+			t.fail(&StoreError{Op: "Query", Err: err, Table: r.s.table},
+				fmt.Sprintf("Query of shard %d of index %s: %v", shard, ExpiryIndexName, err))
+			t.stop = SweepStoppedByError
+			return t
+		}
+		r.sweepPage(ctx, now, out.Items, out.ScannedCount, out.ConsumedCapacity, &t)
+		if ctx.Err() != nil {
+			t.stop = SweepStoppedByCancel // the page is read again next time
+			return t
+		}
+		if len(out.LastEvaluatedKey) == 0 || t.phase == phaseNext {
+			t.phase, t.after = t.phase+1, nil
+			continue
+		}
+		t.after = out.LastEvaluatedKey
+	}
+	t.done = true
+	return t
+}
+
+// checkIndex checks, until it once succeeds, that the table has the
+// expiry index ACTIVE and fit for the sweeper's schema.
+func (s *Sweeper) checkIndex(ctx context.Context) error {
+	if s.indexChecked.Load() {
+		return nil
+	}
+	out, err := s.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &s.table})
+	if err != nil {
+		return &StoreError{Op: "DescribeTable", Err: err, Table: s.table}
+	}
+	gsi, err := s.layout.expiryIndexOf(s.table, out.Table)
+	if err == nil && indexStatus(gsi) != types.IndexStatusActive {
+		err = fmt.Errorf("%w: table %q: index %q is %s, not ACTIVE; wait for it (EnsureExpiryIndex waits)",
+			ErrExpiryIndex, s.table, ExpiryIndexName, gsi.IndexStatus)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; a sweep in SweepIndex mode needs it: create it with dynamostore.EnsureExpiryIndex or "+
+			"idemctl, or sweep in SweepScan mode", err)
+	}
+	s.indexChecked.Store(true)
+	return nil
+}

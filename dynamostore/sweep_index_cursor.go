@@ -1,0 +1,112 @@
+package dynamostore
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+)
+
+// sweepIndexCursorVersion is the version of the cursors of SweepIndex
+// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion).
+const sweepIndexCursorVersion = 4
+
+// indexCursor is the decoded form of a resume cursor of SweepIndex mode:
+// where each shard of the index stands.
+type indexCursor struct {
+	Table  string
+	Region string // "" for none
+	Shards [ExpiryIndexShards]indexShardCursor
+}
+
+// indexShardCursor is one shard's position: its phase, and the index key
+// to continue the phase after (nil: from the phase's start).
+type indexShardCursor struct {
+	Phase indexPhase
+	After map[string]sweepKeyValue
+}
+
+// Framing of a version 4 cursor, before base64url (no padding):
+//
+//	version byte (4)
+//	uvarint length, table name
+//	uvarint length, region (0 for none, at most MaxSweepRegionLen)
+//	uvarint shard count (ExpiryIndexShards)
+//	per shard: its phase byte, then, unless the phase is done, a key as
+//	version 2 writes one (a uvarint attribute count, 0 for the phase's
+//	start, and the attributes).
+//
+// A shard's key holds four attributes (the table's partition key, the
+// index's two keys, and the table's sort key when it has one), so the
+// cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
+// keys of about 3.2 KB, about 140 KB in base64: far below the 400 KB of
+// the item Resume keeps it in.
+
+// encode returns the cursor as an opaque string.
+func (c *indexCursor) encode() string {
+	b := appendBytes([]byte{sweepIndexCursorVersion}, []byte(c.Table))
+	b = appendBytes(b, []byte(c.Region))
+	b = binary.AppendUvarint(b, uint64(len(c.Shards)))
+	for _, sh := range c.Shards {
+		b = append(b, byte(sh.Phase))
+		if sh.Phase != phaseDone {
+			b = appendCursorKey(b, sh.After)
+		}
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeIndexCursor decodes a cursor returned by a sweep in SweepIndex
+// mode of table restricted to region ("" for none). Any other input, a
+// cursor of SweepScan mode, of another table or of another region
+// included, is an error matching ErrInvalidCursor; it never panics.
+func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
+	raw, err := cursorBytes(s)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(raw) == 0:
+		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
+	case raw[0] == '{' || (raw[0] >= 1 && raw[0] < sweepIndexCursorVersion):
+		return nil, fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepScan, SweepIndex)
+	case raw[0] != sweepIndexCursorVersion:
+		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
+	}
+	r := &cursorReader{b: raw[1:]}
+	c := &indexCursor{Table: string(r.bytes()), Region: string(r.bytes())}
+	if len(c.Region) > MaxSweepRegionLen || r.uvarint(ExpiryIndexShards) != ExpiryIndexShards {
+		r.fail()
+	}
+	for i := 0; i < ExpiryIndexShards && r.err == nil; i++ {
+		sh := &c.Shards[i]
+		sh.Phase = indexPhase(r.byte())
+		switch {
+		case sh.Phase > phaseDone:
+			r.fail()
+		case sh.Phase != phaseDone:
+			if sh.After = r.key(); len(sh.After) == 0 {
+				sh.After = nil
+			}
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	switch {
+	case c.Table != table:
+		return nil, fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
+	case c.Region != region && region == "":
+		return nil, fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, c.Region)
+	case c.Region != region:
+		return nil, fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
+	}
+	for i, sh := range c.Shards {
+		if err := checkCursorKey(sh.After); err != nil {
+			return nil, fmt.Errorf("%w: shard %d: %s", ErrInvalidCursor, i, err.Error())
+		}
+	}
+	return c, nil
+}

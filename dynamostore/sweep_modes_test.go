@@ -1,0 +1,100 @@
+package dynamostore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/ddbtest"
+)
+
+// sweepModes are the modes the sweeper tests run in.
+var sweepModes = []dynamostore.SweepMode{dynamostore.SweepScan, dynamostore.SweepIndex}
+
+// inModes runs test once per SweepMode, each on an env of its own whose
+// sweeper has that mode; in SweepIndex mode the table has the expiry
+// index.
+func inModes(t *testing.T, test func(t *testing.T, e *env)) {
+	t.Helper()
+	forModes(t, func(t *testing.T, mode dynamostore.SweepMode) *env {
+		e := newEnv(t)
+		e.mode = mode
+		indexFor(t, mode, e.ep.Client, e.table, dynamostore.KeySchema{})
+		return e
+	}, test)
+}
+
+// forModes runs test once per SweepMode as a subtest, on what setup
+// returns for that mode.
+func forModes[E any](t *testing.T, setup func(t *testing.T, mode dynamostore.SweepMode) E, test func(t *testing.T, e E)) {
+	t.Helper()
+	for _, mode := range sweepModes {
+		t.Run(string(mode), func(t *testing.T) { test(t, setup(t, mode)) })
+	}
+}
+
+// indexFor gives the table the expiry index of schema when mode is
+// SweepIndex.
+func indexFor(t *testing.T, mode dynamostore.SweepMode, client *dynamodb.Client, table string, schema dynamostore.KeySchema) {
+	t.Helper()
+	if mode == dynamostore.SweepIndex {
+		require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), client, table, schema, 0))
+	}
+}
+
+// indexed reports whether the env sweeps in SweepIndex mode.
+func (e *env) indexed() bool { return e.mode == dynamostore.SweepIndex }
+
+// readOp is the operation by which the env's sweeper reads pages.
+func (e *env) readOp() string {
+	if e.indexed() {
+		return "Query"
+	}
+	return "Scan"
+}
+
+// passFigures are what one whole pass over a seeded table reads.
+type passFigures struct {
+	read int64 // items (index entries) read: the report's Scanned
+	live int64 // live records among them: the report's LiveKeys
+}
+
+// pass returns the figures of a pass over the seeded table in the env's
+// mode. A scan reads every record. An index sweep reads the in-progress
+// records (live, stuck, expired), the expired completed ones, and per
+// shard the completed record that expires next.
+func (e *env) pass(truth *seeded) passFigures {
+	if !e.indexed() {
+		return passFigures{read: int64(truth.records), live: truth.live()}
+	}
+	live := truth.count(liveInProgress) + nextShards(truth.byKind[liveCompleted])
+	return passFigures{read: truth.count(expired) + truth.count(stuck) + live, live: live}
+}
+
+// nextShards counts the shards of the expiry index that hold at least one
+// of the completed records whose partition keys are pks.
+func nextShards(pks []string) int64 {
+	shards := map[string]bool{}
+	for _, pk := range pks {
+		shards[dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk, dynamostore.StateCompleted)] = true
+	}
+	return int64(len(shards))
+}
+
+// Query of scanClock: pages of the index take time too.
+func (c *scanClock) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.SweepClient.Query(ctx, in, optFns...)
+	c.advance(c.step)
+	return out, err
+}
+
+// Query of failingScans: Scans and Queries are numbered together.
+func (c *failingScans) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if c.failNext() {
+		return nil, ddbtest.ErrInjected
+	}
+	return c.SweepClient.Query(ctx, in, optFns...)
+}

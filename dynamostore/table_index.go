@@ -1,0 +1,205 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/idemkey/idemkey/internal/keyschema"
+)
+
+// EnsureExpiryIndex makes the existing key table ready for a Sweeper in
+// SweepIndex mode and returns when it is: it creates the expiry index if
+// missing (one UpdateTable) and waits until the table and the index are
+// ACTIVE, at most maxWait (default two minutes when zero). The index is a
+// global secondary index named ExpiryIndexName, partition key
+// ExpiryBucketAttribute (String), sort key the schema's TTLAttribute
+// (Number), projecting the attributes a sweep decides on besides the keys
+// (INCLUDE: "state", "lock", "lock_exp", "created", "region" and
+// "idemkey"). On a table with provisioned capacity the index gets the
+// table's read and write capacity; on an on-demand table it is on-demand.
+//
+// An existing index is only checked: it must have that key schema, and
+// project ALL attributes or INCLUDE at least those; otherwise the error
+// matches ErrExpiryIndex and names what is wrong (drop the index, or
+// rename it, and call again). A missing table is an error (create it
+// first with EnsureTable or EnsureSchemaTable), and so is a table whose
+// key schema is not the schema's (ErrTableSchema). It is idempotent and
+// safe to call from several processes at once: one that finds the index
+// being created waits for it.
+//
+// Creating the index on a table that holds records makes DynamoDB
+// backfill it, which on a large table takes minutes to hours; the wait
+// then ends with an error saying the index is still CREATING, and a later
+// call (or the Sweeper, which refuses an index that is not ACTIVE) takes
+// it from there. Records written before this version of the package have
+// no ExpiryBucketAttribute and are not in the index: DynamoDB's TTL
+// deletes them.
+//
+// What the index costs: every write of a record that carries the
+// attribute writes the index too, one write unit per index entry of up to
+// 1 KB (an entry holds the keys and the projected attributes, about 150
+// bytes with a short key), and a write that changes the entry's key (the
+// commit changes both the bucket and exp) costs two, the removal of the
+// old entry and the new one. Per outcome of a request: claim +1, commit
+// +2, release +1, a claim that replaces an expired or stuck record +2, a
+// replay, a request in flight or a mismatch 0 (no write), CommitFirst +1;
+// the sweeper's eviction or reclaim +1, and a delete by DynamoDB's TTL
+// removes the entry too. A first execution that is later evicted thus
+// costs 4 index write units besides its 3 or more on the table.
+//
+// It panics if schema is invalid (KeySchema.Validate).
+func EnsureExpiryIndex(ctx context.Context, client TableClient, table string, schema KeySchema, maxWait time.Duration) error {
+	l := newLayout(mustSchema("dynamostore: EnsureExpiryIndex", schema))
+	if maxWait <= 0 {
+		maxWait = 2 * time.Minute
+	}
+	deadline := time.Now().Add(maxWait)
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		return &StoreError{Op: "DescribeTable", Err: err, Table: table}
+	}
+	if err := checkKeySchema(table, desc.Table, l.Schema); err != nil {
+		return err
+	}
+	if gsi, err := l.expiryIndexOf(table, desc.Table); gsi == nil {
+		if _, uerr := client.UpdateTable(ctx, l.createExpiryIndex(table, desc.Table)); uerr != nil {
+			// Another process may have created it meanwhile: look again.
+			again, derr := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+			if derr != nil {
+				return &StoreError{Op: "UpdateTable", Err: uerr, Table: table}
+			}
+			if gsi, _ := l.expiryIndexOf(table, again.Table); gsi == nil {
+				return &StoreError{Op: "UpdateTable", Err: uerr, Table: table}
+			}
+		}
+	} else if err != nil {
+		return err
+	}
+	return l.waitExpiryIndex(ctx, client, table, deadline)
+}
+
+// createExpiryIndex returns the UpdateTable that creates the expiry index
+// on the table t describes.
+func (l *layout) createExpiryIndex(table string, t *types.TableDescription) *dynamodb.UpdateTableInput {
+	create := &types.CreateGlobalSecondaryIndexAction{
+		IndexName: aws.String(ExpiryIndexName),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(ExpiryBucketAttribute), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(l.TTLAttribute), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: indexProjectedAttributes},
+	}
+	if pt := t.ProvisionedThroughput; pt != nil && aws.ToInt64(pt.ReadCapacityUnits) > 0 &&
+		(t.BillingModeSummary == nil || t.BillingModeSummary.BillingMode != types.BillingModePayPerRequest) {
+		create.ProvisionedThroughput = &types.ProvisionedThroughput{
+			ReadCapacityUnits: pt.ReadCapacityUnits, WriteCapacityUnits: pt.WriteCapacityUnits,
+		}
+	}
+	return &dynamodb.UpdateTableInput{
+		TableName: &table,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(ExpiryBucketAttribute), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(l.TTLAttribute), AttributeType: types.ScalarAttributeTypeN},
+		},
+		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: create}},
+	}
+}
+
+// waitExpiryIndex waits until the table and its expiry index are ACTIVE,
+// with DescribeTable from 200 ms to 5 s apart, until deadline.
+func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table string, deadline time.Time) error {
+	delay := 200 * time.Millisecond
+	for {
+		desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+		if err != nil {
+			return &StoreError{Op: "DescribeTable", Err: err, Table: table}
+		}
+		gsi, err := l.expiryIndexOf(table, desc.Table)
+		if err != nil {
+			return err
+		}
+		status := indexStatus(gsi)
+		if status == types.IndexStatusActive && desc.Table.TableStatus == types.TableStatusActive {
+			return nil
+		}
+		if !time.Now().Add(delay).Before(deadline) {
+			return fmt.Errorf("%w: table %q: index %q still %s (table %s) at the end of the wait; DynamoDB backfills a new index "+
+				"from the table's items, which takes long on a large table: call again to keep waiting",
+				ErrExpiryIndex, table, ExpiryIndexName, status, desc.Table.TableStatus)
+		}
+		if err := sleepTimer(ctx, delay); err != nil {
+			return err
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// indexStatus returns the status of an index: ACTIVE for an
+// implementation that reports none (the embedded emulator), whose indexes
+// exist as soon as they are created.
+func indexStatus(gsi *types.GlobalSecondaryIndexDescription) types.IndexStatus {
+	if gsi.IndexStatus == "" {
+		return types.IndexStatusActive
+	}
+	return gsi.IndexStatus
+}
+
+// expiryIndexOf returns the expiry index of the table t describes and
+// checks it: its key schema, attribute types and projection must be those
+// EnsureExpiryIndex creates (or a projection of ALL attributes). A missing
+// index returns nil and an error; an unfit one the index and an error;
+// both errors match ErrExpiryIndex and name the table and the index.
+func (l *layout) expiryIndexOf(table string, t *types.TableDescription) (*types.GlobalSecondaryIndexDescription, error) {
+	if t == nil {
+		return nil, fmt.Errorf("%w: table %q is not described", ErrExpiryIndex, table)
+	}
+	i := slices.IndexFunc(t.GlobalSecondaryIndexes, func(g types.GlobalSecondaryIndexDescription) bool {
+		return aws.ToString(g.IndexName) == ExpiryIndexName
+	})
+	if i < 0 {
+		return nil, fmt.Errorf("%w: table %q has no global secondary index %q", ErrExpiryIndex, table, ExpiryIndexName)
+	}
+	gsi := &t.GlobalSecondaryIndexes[i]
+	unfit := func(format string, args ...any) error {
+		return fmt.Errorf("%w: table %q: index %q %s", ErrExpiryIndex, table, ExpiryIndexName, fmt.Sprintf(format, args...))
+	}
+	hash, rng := keyNames(gsi.KeySchema)
+	if hash != ExpiryBucketAttribute || rng != l.TTLAttribute {
+		return gsi, unfit("has partition key %q and sort key %q; it must have partition key %q and sort key %q",
+			hash, rng, ExpiryBucketAttribute, l.TTLAttribute)
+	}
+	for _, d := range t.AttributeDefinitions {
+		name := aws.ToString(d.AttributeName)
+		switch {
+		case name == ExpiryBucketAttribute && d.AttributeType != types.ScalarAttributeTypeS:
+			return gsi, unfit("has %q of type %s; it must be a String", name, d.AttributeType)
+		case name == l.TTLAttribute && d.AttributeType != types.ScalarAttributeTypeN:
+			return gsi, unfit("has %q of type %s; it must be a Number (epoch seconds)", name, d.AttributeType)
+		}
+	}
+	p := gsi.Projection
+	if p == nil || p.ProjectionType == types.ProjectionTypeAll {
+		return gsi, nil
+	}
+	var missing []string
+	for _, name := range indexProjectedAttributes {
+		if name == keyschema.Marker && !marked(l.Schema) {
+			continue // only records of a schema with a Prefix carry it
+		}
+		if p.ProjectionType != types.ProjectionTypeInclude || !slices.Contains(p.NonKeyAttributes, name) {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return gsi, unfit("projects %s without %s, which a sweep decides on; it must project INCLUDE %s (or ALL)",
+			p.ProjectionType, strings.Join(missing, ", "), strings.Join(indexProjectedAttributes, ", "))
+	}
+	return gsi, nil
+}

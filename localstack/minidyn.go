@@ -1,0 +1,188 @@
+package localstack
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"unsafe"
+
+	"github.com/truora/minidyn/core"
+	"github.com/truora/minidyn/server"
+	mtypes "github.com/truora/minidyn/types"
+)
+
+// Direct access to minidyn's tables. minidyn v0.8.2 keeps its tables in an
+// unexported field of server.Client and each secondary index's entries in
+// unexported fields of its index type. The front reads them, under its own
+// mutex (every request that reaches the engine holds it, so nothing else
+// touches the tables meanwhile), for what minidyn's API cannot give in
+// time independent of the table's size: the items a Scan read (consumed
+// capacity), the items a write replaced (index write capacity), the
+// entries of one index partition (Query on a global secondary index), and
+// an index's entries rebuilt in one pass (bulk loading, and backfilling an
+// index that UpdateTable added, which minidyn leaves empty). These
+// accessors are tied to minidyn v0.8.2's layout; the front's tests
+// compare their results with minidyn's own answers.
+
+// tables returns minidyn's tables by name.
+func (e *engine) tables() map[string]*core.Table {
+	f := reflect.ValueOf(e.c).Elem().FieldByName("tables")
+	return *(*map[string]*core.Table)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// table returns minidyn's table name, or nil.
+func (e *engine) table(name string) *core.Table { return e.tables()[name] }
+
+// indexInfo is what the front needs of one of minidyn's secondary indexes.
+type indexInfo struct {
+	hash, rng string // key attribute names; rng is "" without a sort key
+	global    bool
+	project   func(map[string]*mtypes.Item) map[string]*mtypes.Item
+}
+
+// indexOf returns the schema of t's secondary index name.
+func indexOf(t *core.Table, name string) (indexInfo, bool) {
+	idx, ok := t.Indexes[name]
+	if !ok || idx == nil {
+		return indexInfo{}, false
+	}
+	v := reflect.ValueOf(idx).Elem()
+	ks := v.FieldByName("keySchema")
+	return indexInfo{
+		hash:    ks.FieldByName("HashKey").String(),
+		rng:     ks.FieldByName("RangeKey").String(),
+		global:  v.FieldByName("typ").String() == "global",
+		project: idx.ProjectItem,
+	}, true
+}
+
+// entry reports whether item has an entry in the index (both key
+// attributes, of the types the table defines) and returns the entry's key
+// as minidyn spells it.
+func (x indexInfo) entry(t *core.Table, item map[string]*mtypes.Item) (string, bool) {
+	if !hasKeyAttribute(t, item, x.hash) || (x.rng != "" && !hasKeyAttribute(t, item, x.rng)) {
+		return "", false
+	}
+	if x.rng == "" {
+		return keyPart(item[x.hash]), true
+	}
+	return keyPart(item[x.hash]) + "." + keyPart(item[x.rng]), true
+}
+
+// hasKeyAttribute reports whether item has attribute name with the scalar
+// type the table's attribute definitions give it.
+func hasKeyAttribute(t *core.Table, item map[string]*mtypes.Item, name string) bool {
+	v, ok := item[name]
+	if !ok || v == nil {
+		return false
+	}
+	switch t.AttributesDef[name] {
+	case "S":
+		return v.S != nil
+	case "N":
+		return v.N != nil
+	case "B":
+		return v.B != nil
+	}
+	return false
+}
+
+// keyPart is a key attribute value as minidyn writes it into its key
+// strings (fmt's %v of the value).
+func keyPart(v *mtypes.Item) string {
+	switch {
+	case v.S != nil:
+		return *v.S
+	case v.N != nil:
+		return *v.N
+	}
+	return fmt.Sprintf("%v", v.B)
+}
+
+// tableKey returns the table key string of item as minidyn spells it, or
+// false when item lacks a key attribute.
+func tableKey(t *core.Table, item map[string]*mtypes.Item) (string, bool) {
+	key, err := t.KeySchema.GetKey(t.AttributesDef, item)
+	return key, err == nil && key != ""
+}
+
+// rebuildIndexes recomputes every secondary index of t from t's items, in
+// time O(N log N): the entries minidyn would hold had each item been put
+// one at a time, without the inconsistencies its incremental updates can
+// leave (an UpdateItem that adds the index attributes to an item not yet
+// in the index overwrites the first entry of the index).
+func rebuildIndexes(t *core.Table) {
+	for name, idx := range t.Indexes {
+		x, _ := indexOf(t, name)
+		refs := make(map[string]string, len(t.Data))
+		keys := make([]string, 0, len(t.Data))
+		for pk, item := range t.Data {
+			if k, ok := x.entry(t, item); ok {
+				refs[pk] = k
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		v := reflect.ValueOf(idx).Elem()
+		setField(v, "refs", reflect.ValueOf(refs))
+		setField(v, "sortedKeys", reflect.ValueOf(keys))
+	}
+}
+
+// setField sets the unexported field name of the struct v to x.
+func setField(v reflect.Value, name string, x reflect.Value) {
+	f := v.FieldByName(name)
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(x)
+}
+
+// typesItem converts a wire item to minidyn's core types.
+func typesItem(m map[string]*server.AttributeValue) map[string]*mtypes.Item {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*mtypes.Item, len(m))
+	for k, v := range m {
+		out[k] = typesValue(v)
+	}
+	return out
+}
+
+func typesValue(v *server.AttributeValue) *mtypes.Item {
+	if v == nil {
+		return nil
+	}
+	it := &mtypes.Item{B: v.B, BOOL: v.BOOL, BS: v.BS, N: v.N, NS: v.NS, NULL: v.NULL, S: v.S, SS: v.SS, M: typesItem(v.M)}
+	if v.L != nil {
+		it.L = make([]*mtypes.Item, len(v.L))
+		for i, e := range v.L {
+			it.L[i] = typesValue(e)
+		}
+	}
+	return it
+}
+
+// wireFromTypes converts an item of minidyn's core types to a wire item.
+func wireFromTypes(m map[string]*mtypes.Item) map[string]*server.AttributeValue {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]*server.AttributeValue, len(m))
+	for k, v := range m {
+		out[k] = wireFromTypesValue(v)
+	}
+	return out
+}
+
+func wireFromTypesValue(v *mtypes.Item) *server.AttributeValue {
+	if v == nil {
+		return nil
+	}
+	w := &server.AttributeValue{B: v.B, BOOL: v.BOOL, BS: v.BS, N: v.N, NS: v.NS, NULL: v.NULL, S: v.S, SS: v.SS, M: wireFromTypes(v.M)}
+	if v.L != nil {
+		w.L = make([]*server.AttributeValue, len(v.L))
+		for i, e := range v.L {
+			w.L[i] = wireFromTypesValue(e)
+		}
+	}
+	return w
+}
