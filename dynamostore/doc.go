@@ -25,8 +25,8 @@
 //	created   N  epoch milliseconds of the claim
 //	done      N  epoch milliseconds of the completion
 //	exp       N  epoch SECONDS: the table's TTL attribute
-//	exp_bucket S the expiry index's partition key: "p" (in progress) or
-//	             "c" (completed) and a shard of pk, "p07" (ExpiryBucket)
+//	exp_bucket S the expiry index's partition key: a shard of pk, "07"
+//	             (ExpiryBucket), whatever the state
 //
 // That is the default KeySchema, for a table of key records only. On a
 // table shared with the application's items (Options.Schema), pk and exp
@@ -42,11 +42,12 @@
 //
 // A record whose exp lies in the past is absent for every read and every
 // condition of this package, whether or not DynamoDB's TTL process has
-// deleted it yet (that can take days). An in-progress record's exp is
-// never before the end of its lock (lock_exp rounded up to the second),
-// so neither a claim, nor the sweeper, nor TTL takes a live lock; and an
+// deleted it yet (that can take days). A claim sets exp to the end of its
+// lock plus the retention (see Options.Retention), and its commit keeps
+// it, so an in-progress record's exp is always after the end of its lock:
+// neither a claim, nor the sweeper, nor TTL takes a live lock; and an
 // in-progress record under a live lock stands for every condition of this
-// package even past its exp.
+// package even past its exp (as records of older versions could be).
 //
 // # DynamoDB calls per outcome
 //
@@ -77,11 +78,12 @@
 // In SweepIndex mode (SweepOptions.Mode) the sweeper reads instead a
 // global secondary index, ExpiryIndexName, that EnsureExpiryIndex adds
 // to the table: keyed by exp_bucket and sorted by exp, it holds every
-// record in one of 32 shards per state, so that the in-progress records
-// and the expired completed ones are read without the live completed
-// ones. A run then costs read units in proportion to the records it has
-// work on plus 96 small queries, and the index costs about four write
-// units per request over a record's life (see EnsureExpiryIndex).
+// record in one of 32 shards, so that the expired records are read
+// without the live ones. A run then costs read units in proportion to the
+// expired records plus 64 small queries, and the index costs two write
+// units per request over a record's life, one at the claim and one at
+// the eviction (see EnsureExpiryIndex). Stuck records are read there once
+// their exp passed, not as soon as their lock expired (see SweepMode).
 //
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the

@@ -196,7 +196,7 @@ func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
 	str(2, attrPath, r.Path)
 	str(3, attrState, string(r.State))
 	str(4, attrLock, r.LockToken)
-	str(7, ExpiryBucketAttribute, ExpiryBucket(KeySchema(l.Schema), strs[0].Value, r.State))
+	str(7, ExpiryBucketAttribute, ExpiryBucket(KeySchema(l.Schema), strs[0].Value))
 	nums[0].Value = recordFormat
 	item[attrVersion] = &nums[0]
 	num(1, attrLockExp, r.LockExpires.UnixMilli())

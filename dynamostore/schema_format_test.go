@@ -41,10 +41,12 @@ func TestDefaultSchemaRecordFormatIsUnchanged(t *testing.T) {
 		"pk": s("8:tenant-ak1"), "v": n(1), "method": s("POST"), "path": s("/payments"),
 		"fp": &types.AttributeValueMemberB{Value: fp("a")}, "state": s("in_progress"), "lock": s("LOCK"),
 		"lock_exp": n(now.Add(dynamostore.DefaultLease).UnixMilli()), "created": n(now.UnixMilli()),
-		"exp": n(now.Add(dynamostore.DefaultRetention).Unix()),
-		// The expiry bucket: in progress, shard 7 (a hash of the
-		// partition key value, modulo 32).
-		"exp_bucket": s("p07"),
+		// exp: the end of the lock plus the retention, rounded up to
+		// the second; the commit keeps it.
+		"exp": n((now.Add(dynamostore.DefaultLease+dynamostore.DefaultRetention).UnixMilli() + 999) / 1000),
+		// The expiry bucket: shard 7 (a hash of the partition key value,
+		// modulo 32), whatever the state.
+		"exp_bucket": s("07"),
 	}
 	assert.Equal(t, inProgress, rawRecord(t, e.ep.Client, e.table, key))
 
@@ -57,9 +59,7 @@ func TestDefaultSchemaRecordFormatIsUnchanged(t *testing.T) {
 		completed[k] = v
 	}
 	completed["state"] = s("completed")
-	completed["exp_bucket"] = s("c07")
 	completed["done"] = n(done.UnixMilli())
-	completed["exp"] = n(done.Add(dynamostore.DefaultRetention).Unix())
 	completed["status"] = n(201)
 	completed["hdr"] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 		"Content-Type": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("application/json")}},

@@ -49,14 +49,22 @@ const (
 // Options configure a Store. The zero value of each field selects its
 // default.
 type Options struct {
-	// Retention is how long a record stays after its claim and after its
-	// completion (default DefaultRetention). A retry after that executes
-	// again: retention must outlast the client's slowest retry path. An
-	// in-progress record stays at least until its lock expires, rounded
-	// up to the second, whatever the retention and the claim's lease: its
-	// exp is the later of claim time plus Retention and that instant, so
-	// neither a claim, nor the sweeper, nor DynamoDB's TTL takes a live
-	// lock. New panics if Retention is shorter than Lease.
+	// Retention is how long a record stays after its completion (default
+	// DefaultRetention). A retry after that executes again: retention
+	// must outlast the client's slowest retry path. A claim writes the
+	// record's exp (the TTL attribute) once: the end of the claim's lock
+	// plus Retention, rounded up to the second. Its commit leaves that exp
+	// as it is when it is at least the completion time plus Retention
+	// (always, for a commit within the lock), and sets it to the
+	// completion time plus Retention, truncated to the second, otherwise
+	// (a commit after the lock expired, which succeeds while nobody
+	// reclaimed the key). A record thus stays at least Retention after
+	// its completion and at most the claim's lease longer; an in-progress
+	// record stays Retention beyond the end of its lock, so neither a
+	// claim, nor the sweeper, nor DynamoDB's TTL takes a live lock. A
+	// record written by CommitFirst (no claim) gets the time of the write
+	// plus Retention, truncated to the second. New panics if Retention is
+	// shorter than Lease.
 	Retention time.Duration
 	// Lease is the default lock lease of a claim (default DefaultLease). It
 	// must not exceed Retention.
@@ -207,20 +215,30 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
 			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
-			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(now, lockExpires),
+			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(lockExpires),
 			Region: s.opts.Region,
 		}
 		return rec, s.layout.baseItem(rec)
 	})
 }
 
-// inProgressExpiry returns the exp of an in-progress record written at now
-// whose lock holds until lockExpires: now plus the retention, or the end of
-// the lock rounded up to the second when that is later.
-func (s *Store) inProgressExpiry(now, lockExpires time.Time) time.Time {
-	exp := wholeSecond(now.Add(s.opts.Retention))
-	if end := ceilSecond(lockExpires); end.After(exp) {
-		exp = end
+// inProgressExpiry returns the exp of the in-progress record of a claim
+// whose lock holds until lockExpires: lockExpires plus the retention,
+// rounded up to the second. It is later than the end of the lock, and no
+// earlier than the exp of a commit within the lock (see commitExpiry).
+func (s *Store) inProgressExpiry(lockExpires time.Time) time.Time {
+	return ceilSecond(lockExpires.Add(s.opts.Retention))
+}
+
+// commitExpiry returns the exp of the completed record of a claim whose
+// in-progress record has exp claimed, completed at: claimed when it is at
+// least at plus the retention (a commit within the claim's lock), so that
+// the commit changes no key of the expiry index; otherwise at plus the
+// retention, truncated to the second.
+func (s *Store) commitExpiry(claimed, at time.Time) time.Time {
+	exp := wholeSecond(at.Add(s.opts.Retention))
+	if claimed.Unix() >= exp.Unix() {
+		return wholeSecond(claimed)
 	}
 	return exp
 }
@@ -466,7 +484,7 @@ func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx)
 	r := resp
 	done.Response = &r
 	done.Completed = at
-	done.Expires = wholeSecond(at.Add(s.opts.Retention))
+	done.Expires = s.commitExpiry(c.Record.Expires, at)
 	item := s.layout.encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
 
 	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, &done)

@@ -96,7 +96,7 @@ func TestFirstClaimAcquiresWithOnePutItem(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c.Record.LockToken, rec.LockToken)
 	assert.Equal(t, e.clock.Now().Add(dynamostore.DefaultLease).UnixMilli(), rec.LockExpires.UnixMilli())
-	assert.Equal(t, e.clock.Now().Add(dynamostore.DefaultRetention).Unix(), rec.Expires.Unix())
+	assert.Equal(t, e.clock.Now().Add(dynamostore.DefaultLease+dynamostore.DefaultRetention).Unix(), rec.Expires.Unix())
 }
 
 func TestReplayAfterCompleteCostsOneCallWhenItemReturned(t *testing.T) {
@@ -178,7 +178,7 @@ func TestExpiredRecordIsAbsentBeforeTTLDeletesIt(t *testing.T) {
 	_, err = s.Complete(ctx, c, created)
 	require.NoError(t, err)
 
-	e.clock.Advance(time.Hour) // exactly at exp: still live
+	e.clock.Advance(dynamostore.DefaultLease + time.Hour) // exactly at exp (the lock's end plus the retention): still live
 	_, err = s.Get(ctx, "tenant-a", "k1")
 	require.NoError(t, err)
 	again, err := s.Claim(ctx, request("k1", "b"))

@@ -65,7 +65,10 @@ const (
 type SweepOptions struct {
 	// Mode is how a sweep finds the records to delete: SweepScan (the
 	// default) reads the whole table, SweepIndex reads the expiry index
-	// (see SweepMode).
+	// (see SweepMode). In SweepIndex mode a stuck record (in progress,
+	// its lock expired, its exp ahead) is not read until its exp passes,
+	// and is then evicted, not reclaimed: a retry of its key takes over
+	// the expired lock meanwhile, and only its storage is freed later.
 	Mode SweepMode
 	// Segments is the number of parallel scan segments (Segment and
 	// TotalSegments of a parallel Scan), 1 to MaxSweepSegments (default
@@ -231,12 +234,16 @@ const sweepProjectionBase = "#pk, #exp, #state, #lock, #lock_exp, #created, #reg
 // sweepProjectionBase, plus the sort key and the marker on a schema that has
 // them.
 func (l *layout) sweepProjection() (string, map[string]string) {
-	names := map[string]string{
+	return l.withRecordKey(sweepProjectionBase, map[string]string{
 		"#pk": l.PartitionKey, "#exp": l.TTLAttribute, "#state": attrState,
 		"#lock": attrLock, "#lock_exp": attrLockExp, "#created": attrCreated,
 		"#region": attrRegion,
-	}
-	proj := sweepProjectionBase
+	})
+}
+
+// withRecordKey adds to a projection and its names the sort key and the
+// marker, on a schema that has them.
+func (l *layout) withRecordKey(proj string, names map[string]string) (string, map[string]string) {
 	if l.SortKey != "" {
 		proj += ", #sk"
 		names["#sk"] = l.SortKey
@@ -256,9 +263,9 @@ func (l *layout) sweepProjection() (string, map[string]string) {
 // attributes it decides on. At each page, with now read from Now once:
 //
 //   - a record whose exp (epoch seconds) is before now's is expired and is
-//     evicted with a DeleteItem conditioned on "exp < now" and on not being
-//     in progress under a live lock: a record claimed again since the scan
-//     survives. An in-progress record whose lock holds (lock_exp not before
+//     evicted with a DeleteItem conditioned on "exp < now", on a state of
+//     this package and on not being in progress under a live lock: a
+//     record claimed again since the scan survives. An in-progress record whose lock holds (lock_exp not before
 //     now, in epoch milliseconds) is live whatever its exp, which this
 //     package never writes before the lock's end but older versions did;
 //   - else, a record in progress whose lock expired (lock_exp before now,
@@ -274,15 +281,24 @@ func (l *layout) sweepProjection() (string, map[string]string) {
 //
 // In SweepIndex mode the sweep reads the expiry index instead of the
 // table (see SweepMode), shard by shard, Segments shards at a time, each
-// in three queries paged as the Scan is: the shard's in-progress records,
-// its completed records whose exp is before now (oldest first), and its
-// completed record with the smallest exp from now on (Limit 1, for
-// OldestLiveKeyAge). It decides each entry read as above and deletes with
-// the same conditional deletes. It first checks, once per Sweeper, with
-// DescribeTable, that the table has the index as EnsureExpiryIndex
-// creates it; a table without it, or with another index of that name, is
-// an error matching ErrExpiryIndex that names the table, the index and the
-// remedy, and nothing is read.
+// in two queries paged as the Scan is: the shard's records whose exp is
+// before now (oldest first), and its record with the smallest exp from
+// now on (Limit 1). The index does not hold the state: every record of
+// the first query is evicted with the eviction's conditional delete above
+// (which leaves alone an in-progress record under a live lock, and a
+// record claimed again since), and counts as evicted whether it was
+// completed or in progress, as the scan counts it; Reclaimed stays zero,
+// since a stuck record is read only once its exp passed. The record of
+// the second query counts as live, and its age (from its created time)
+// is the report's OldestLiveKeyAge, an estimate: the record that expires
+// next is the one claimed first, except that a claim with a longer lease
+// expires later by as much, so the oldest live record may be older by at
+// most the longest lease less the shortest. EvictionLag is exact. The
+// sweep first checks, once per Sweeper, with DescribeTable, that the
+// table has the index as EnsureExpiryIndex creates it; a table without
+// it, or with another index of that name, is an error matching
+// ErrExpiryIndex that names the table, the index and the remedy, and
+// nothing is read.
 //
 // The sweep stops starting pages when its Budget is spent or its context's
 // deadline nears (see DeadlineMargin), and then returns a report whose
@@ -508,7 +524,7 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 			t.stop = SweepStoppedByError
 			return t
 		}
-		r.sweepPage(ctx, o.Now(), out.Items, out.ScannedCount, out.ConsumedCapacity, &t)
+		r.sweepPage(ctx, o.Now(), out.Items, out.ScannedCount, out.ConsumedCapacity, &t, r.sweepItem)
 		if ctx.Err() != nil {
 			t.stop = SweepStoppedByCancel // the page is swept again next time
 			return t
@@ -541,9 +557,10 @@ func (r *sweepRun) mayStart(ctx context.Context) SweepStop {
 
 // sweepPage counts a page read (its items, ScannedCount where the
 // implementation reports it, its consumed capacity), pays the rate limits
-// and decides each item at now.
+// and decides each item at now with decide.
 func (r *sweepRun) sweepPage(ctx context.Context, now time.Time, items []map[string]types.AttributeValue,
-	scannedCount int32, capacity *types.ConsumedCapacity, t *sweepTally) {
+	scannedCount int32, capacity *types.ConsumedCapacity, t *sweepTally,
+	decide func(context.Context, time.Time, map[string]types.AttributeValue, *sweepTally)) {
 	t.pages++
 	scanned := int64(scannedCount)
 	if scanned == 0 {
@@ -555,7 +572,7 @@ func (r *sweepRun) sweepPage(ctx context.Context, now time.Time, items []map[str
 	r.items.pay(float64(scanned))
 	r.reads.pay(rcu)
 	for _, item := range items {
-		r.sweepItem(ctx, now, item, t)
+		decide(ctx, now, item, t)
 	}
 }
 
@@ -574,29 +591,13 @@ type sweepFields struct {
 // sweepParse reads the projected attributes; ok is false for an item that
 // is not a key record of this package in the layout.
 func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
-	var err error
-	if f.pk, ok = l.InNamespace(item); !ok {
-		return f, false
-	}
-	if _, key, ok := l.Parse(f.pk); !ok || key == "" {
-		return f, false
-	}
-	if marked(l.Schema) {
-		if m, err := getS(item, keyschema.Marker); err != nil || m != recordFormat {
-			return f, false
-		}
-	}
-	if f.exp, err = getN(item, l.TTLAttribute); err != nil {
-		return f, false
-	}
-	if f.created, err = getN(item, attrCreated); err != nil {
+	if f.pk, f.exp, f.created, f.region, ok = l.sweepKeyFields(item); !ok {
 		return f, false
 	}
 	state, err := getS(item, attrState)
 	if err != nil {
 		return f, false
 	}
-	f.region, _ = getS(item, attrRegion) // absent: written by no region
 	switch State(state) {
 	case StateCompleted:
 	case StateInProgress:
@@ -611,6 +612,33 @@ func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields
 		return f, false
 	}
 	return f, true
+}
+
+// sweepKeyFields reads what a scanned item and an index entry share: the
+// partition key value, exp, created and region ("" when absent: written
+// by no region); ok is false for an item that is not a key record of
+// this package in the layout.
+func (l *layout) sweepKeyFields(item map[string]types.AttributeValue) (pk string, exp, created int64, region string, ok bool) {
+	if pk, ok = l.InNamespace(item); !ok {
+		return "", 0, 0, "", false
+	}
+	if _, key, ok := l.Parse(pk); !ok || key == "" {
+		return "", 0, 0, "", false
+	}
+	if marked(l.Schema) {
+		if m, err := getS(item, keyschema.Marker); err != nil || m != recordFormat {
+			return "", 0, 0, "", false
+		}
+	}
+	var err error
+	if exp, err = getN(item, l.TTLAttribute); err != nil {
+		return "", 0, 0, "", false
+	}
+	if created, err = getN(item, attrCreated); err != nil {
+		return "", 0, 0, "", false
+	}
+	region, _ = getS(item, attrRegion)
+	return pk, exp, created, region, true
 }
 
 // sweepItem decides one scanned item and deletes it if it must go.
@@ -632,18 +660,21 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// evictInput deletes the record at pk if it is still expired at now and
-// not in progress under a lock that holds at now.
+// evictInput deletes the record at pk if it is still expired at now, in
+// one of the two states of a record, and not in progress under a lock
+// that holds at now.
 func (l *layout) evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
 	return l.recognised(&dynamodb.DeleteItemInput{
-		TableName:                &table,
-		Key:                      l.ItemKey(pk),
-		ConditionExpression:      aws.String("#exp < :now_s AND NOT (#state = :in_progress AND #lock_exp >= :now_ms)"),
+		TableName: &table,
+		Key:       l.ItemKey(pk),
+		ConditionExpression: aws.String("#exp < :now_s AND #state IN (:in_progress, :completed) AND " +
+			"NOT (#state = :in_progress AND #lock_exp >= :now_ms)"),
 		ExpressionAttributeNames: map[string]string{"#exp": l.TTLAttribute, "#state": attrState, "#lock_exp": attrLockExp},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now_s":       attrN(now.Unix()),
 			":now_ms":      attrN(now.UnixMilli()),
 			":in_progress": attrS(string(StateInProgress)),
+			":completed":   attrS(string(StateCompleted)),
 		},
 	})
 }

@@ -45,8 +45,8 @@ func ExampleSweeper() {
 	if _, err := store.Complete(ctx, done, dynamostore.Response{Status: 201}); err != nil {
 		log.Fatal(err)
 	}
-	claim("order-2")             // its process died: in progress forever
-	now = now.Add(2 * time.Hour) // both are now an hour past their retention
+	claim("order-2")                           // its process died: in progress forever
+	now = now.Add(2*time.Hour + 5*time.Minute) // both are now an hour past their exp: lock (5 min) + retention
 	claim("order-3")
 
 	// Four segments (the default), read in parallel.
@@ -101,10 +101,10 @@ func ExampleEnsureExpiryIndex() {
 		}
 	}
 	complete(claim("order-1"))
-	claim("order-2")             // its process died: in progress forever
-	now = now.Add(2 * time.Hour) // both are now an hour past their retention
-	claim("order-3")             // in flight
-	complete(claim("order-4"))   // live: read only as its shard's next record to expire
+	claim("order-2")                           // its process died: in progress forever
+	now = now.Add(2*time.Hour + 5*time.Minute) // both are now an hour past their exp: lock (5 min) + retention
+	claim("order-3")                           // in flight
+	complete(claim("order-4"))                 // live: read only as its shard's next record to expire
 
 	sweeper := dynamostore.NewSweeper(ep.Client, table, func(o *dynamostore.SweepOptions) {
 		o.Now, o.Mode = clock, dynamostore.SweepIndex

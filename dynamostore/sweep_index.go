@@ -22,14 +22,20 @@ import (
 // records expired. It needs nothing but the table, and suits small tables.
 //
 // SweepIndex reads the expiry index (ExpiryIndexName, created by
-// EnsureExpiryIndex) with Query: per shard, every in-progress record (the
-// requests in flight and the stuck ones), the completed records whose exp
-// passed, oldest first, and the one completed record that expires next. A
-// run costs read units in proportion to the expired and in-progress
-// records it reads, plus one query per shard and phase (3 ×
-// ExpiryIndexShards queries when nothing is to be done), whatever the
-// number of live completed records. The index costs writes: see
+// EnsureExpiryIndex) with Query: per shard, the records whose exp passed,
+// oldest first, and the one record that expires next. A run costs read
+// units in proportion to the expired records it reads, plus two queries
+// per shard (2 × ExpiryIndexShards queries when nothing is to be done),
+// whatever the number of live records. The index costs writes: see
 // EnsureExpiryIndex.
+//
+// A stuck record (in progress, its lock expired, its exp ahead: its owner
+// died) is not read in SweepIndex mode until its exp passes, when it is
+// evicted as any expired record; SweepScan reclaims it as soon as its
+// lock expires. Nothing waits for it meanwhile: a retry of its key takes
+// over the expired lock by itself, so the scan's early delete only frees
+// its storage sooner. Reading stuck records early would need the state in
+// the index's key, which would cost two more index writes per request.
 //
 // Both modes delete with the same conditional deletes, so they are equally
 // safe: a record claimed again, completed or deleted since it was read
@@ -44,9 +50,10 @@ const (
 )
 
 // ErrExpiryIndex reports a table whose expiry index is missing, not
-// ACTIVE, or not the one EnsureExpiryIndex creates (another key schema, a
-// projection without the attributes a sweep decides on). The error's
-// message names the table, the index and what is wrong.
+// ACTIVE, or not the one EnsureExpiryIndex creates (another key schema, or
+// another projection than exactly the attributes it projects: fewer, which
+// a sweep reads, or more, which a commit would write). The error's message
+// names the table, the index and what is wrong.
 var ErrExpiryIndex = errors.New("dynamostore: expiry index missing or unfit")
 
 // indexPhase is the query a shard's sweep stands at. The phases of a shard
@@ -54,43 +61,46 @@ var ErrExpiryIndex = errors.New("dynamostore: expiry index missing or unfit")
 type indexPhase byte
 
 const (
-	// phaseInProgress reads the shard's in-progress bucket whole.
-	phaseInProgress indexPhase = iota
-	// phaseExpired reads the shard's completed records whose exp passed.
-	phaseExpired
-	// phaseNext reads the shard's completed record that expires next
-	// (Limit 1): the observation of the oldest live record.
+	// phaseExpired reads the shard's records whose exp passed.
+	phaseExpired indexPhase = iota
+	// phaseNext reads the shard's record that expires next (Limit 1):
+	// the observation of the oldest live record.
 	phaseNext
 	// phaseDone: the shard is swept.
 	phaseDone
 )
 
 // indexProjectedAttributes are the attributes besides the keys that the
-// expiry index must project: those a sweep decides on (the marker matters
-// on a schema with a Prefix only, and is projected on every schema so that
-// one index definition fits all).
-var indexProjectedAttributes = []string{attrState, attrLock, attrLockExp, attrCreated, attrRegion, keyschema.Marker}
+// expiry index projects: those a sweep reads that no write after a claim
+// changes (a commit rewrites the state and the response, and keeps these,
+// the lock token and the exp), so that a commit leaves the index entry as
+// it is. The marker matters on a schema with a Prefix only, and is
+// projected on every schema so that one index definition fits all.
+var indexProjectedAttributes = []string{attrCreated, attrLockExp, attrRegion, keyschema.Marker}
+
+// indexProjection returns the projection of a Query of the expiry index
+// and its names: the keys of the table and the index's projected
+// attributes that the layout uses.
+func (l *layout) indexProjection() (string, map[string]string) {
+	return l.withRecordKey("#pk, #exp, #created, #lock_exp, #region", map[string]string{
+		"#pk": l.PartitionKey, "#exp": l.TTLAttribute, "#created": attrCreated,
+		"#lock_exp": attrLockExp, "#region": attrRegion,
+	})
+}
 
 // indexQuery returns the Query of one page of shard's phase, at now.
 func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.Time, limit int,
 	after map[string]types.AttributeValue) *dynamodb.QueryInput {
-	proj, names := l.sweepProjection()
+	proj, names := l.indexProjection()
 	names["#bucket"] = ExpiryBucketAttribute
-	kind := byte(bucketCompleted)
-	cond := "#bucket = :bucket"
-	values := map[string]types.AttributeValue{}
-	switch phase {
-	case phaseInProgress:
-		kind = bucketInProgress
-	case phaseExpired:
-		cond += " AND #exp < :now_s"
-		values[":now_s"] = attrN(now.Unix())
-	case phaseNext:
-		cond += " AND #exp >= :now_s"
-		values[":now_s"] = attrN(now.Unix())
-		limit = 1
+	cond := "#bucket = :bucket AND #exp < :now_s"
+	if phase == phaseNext {
+		cond, limit = "#bucket = :bucket AND #exp >= :now_s", 1
 	}
-	values[":bucket"] = attrS(l.Namespaced(bucketValue(kind, shard)))
+	values := map[string]types.AttributeValue{
+		":bucket": attrS(l.Namespaced(bucketValue(shard))),
+		":now_s":  attrN(now.Unix()),
+	}
 	return &dynamodb.QueryInput{
 		TableName:                 &table,
 		IndexName:                 aws.String(ExpiryIndexName),
@@ -101,6 +111,43 @@ func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.
 		Limit:                     aws.Int32(int32(min(limit, 1<<30))),
 		ExclusiveStartKey:         after,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+}
+
+// indexParse reads an index entry, which holds no state nor lock token
+// (f has neither); ok is false for an entry that is not a key record of
+// this package in the layout.
+func (l *layout) indexParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
+	if f.pk, f.exp, f.created, f.region, ok = l.sweepKeyFields(item); !ok {
+		return f, false
+	}
+	var err error
+	if f.lockExp, err = getN(item, attrLockExp); err != nil {
+		return f, false
+	}
+	return f, true
+}
+
+// indexItem decides one index entry read at now and deletes its record if
+// it expired. The index does not hold the state: an entry whose exp
+// passed under a lock that holds is left alone as live (an in-progress
+// record of an older version, whose exp could precede the lock's end; a
+// record of this package always expires after its lock), and the delete's
+// condition (the scan's eviction condition) leaves alone a record claimed
+// again since.
+func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
+	l := r.s.layout
+	f, ok := l.indexParse(item)
+	region := r.s.opts.Region
+	switch {
+	case !ok || (region != "" && f.region != region):
+		t.foreign++
+	case f.exp < now.Unix() && f.lockExp < now.UnixMilli():
+		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
+		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))
+	default:
+		t.live++
+		t.oldestLive = max(t.oldestLive, now.Sub(time.UnixMilli(f.created)))
 	}
 }
 
@@ -179,7 +226,7 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 			t.stop = SweepStoppedByError
 			return t
 		}
-		r.sweepPage(ctx, now, out.Items, out.ScannedCount, out.ConsumedCapacity, &t)
+		r.sweepPage(ctx, now, out.Items, out.ScannedCount, out.ConsumedCapacity, &t, r.indexItem)
 		if ctx.Err() != nil {
 			t.stop = SweepStoppedByCancel // the page is read again next time
 			return t

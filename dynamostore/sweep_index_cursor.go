@@ -7,8 +7,10 @@ import (
 )
 
 // sweepIndexCursorVersion is the version of the cursors of SweepIndex
-// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion).
-const sweepIndexCursorVersion = 4
+// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion); version
+// 4 was SweepIndex mode's with three phases per shard over buckets of
+// another form, never released, and is refused as not a cursor.
+const sweepIndexCursorVersion = 5
 
 // indexCursor is the decoded form of a resume cursor of SweepIndex mode:
 // where each shard of the index stands.
@@ -25,9 +27,9 @@ type indexShardCursor struct {
 	After map[string]sweepKeyValue
 }
 
-// Framing of a version 4 cursor, before base64url (no padding):
+// Framing of a version 5 cursor, before base64url (no padding):
 //
-//	version byte (4)
+//	version byte (5)
 //	uvarint length, table name
 //	uvarint length, region (0 for none, at most MaxSweepRegionLen)
 //	uvarint shard count (ExpiryIndexShards)
@@ -35,8 +37,8 @@ type indexShardCursor struct {
 //	version 2 writes one (a uvarint attribute count, 0 for the phase's
 //	start, and the attributes).
 //
-// A shard's key holds four attributes (the table's partition key, the
-// index's two keys, and the table's sort key when it has one), so the
+// A shard's key holds up to four attributes (the table's partition key,
+// the index's two keys, and the table's sort key when it has one), so the
 // cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
 // keys of about 3.2 KB, about 140 KB in base64: far below the 400 KB of
 // the item Resume keeps it in.
@@ -67,7 +69,7 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	switch {
 	case len(raw) == 0:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
-	case raw[0] == '{' || (raw[0] >= 1 && raw[0] < sweepIndexCursorVersion):
+	case raw[0] == '{' || (raw[0] >= 1 && raw[0] <= sweepRegionCursorVersion):
 		return nil, fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepScan, SweepIndex)
 	case raw[0] != sweepIndexCursorVersion:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)

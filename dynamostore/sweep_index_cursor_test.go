@@ -16,12 +16,12 @@ import (
 func indexCursorWithKeys(t *testing.T, table, region string) *indexCursor {
 	t.Helper()
 	after, ok := sweepKeyToCursor(map[string]types.AttributeValue{
-		"pk": attrS("8:tenant-ak1"), ExpiryBucketAttribute: attrS("c03"), "exp": attrN(1_800_000_000), "b": attrB([]byte{0, 255}),
+		"pk": attrS("8:tenant-ak1"), ExpiryBucketAttribute: attrS("03"), "exp": attrN(1_800_000_000), "b": attrB([]byte{0, 255}),
 	})
 	require.True(t, ok)
 	c := &indexCursor{Table: table, Region: region}
 	for i := range c.Shards {
-		c.Shards[i].Phase = indexPhase(i % 4)
+		c.Shards[i].Phase = indexPhase(i % 3)
 		if i%3 == 0 && c.Shards[i].Phase != phaseDone {
 			c.Shards[i].After = after
 		}
@@ -67,12 +67,13 @@ func TestDecodeIndexCursorRejectsEverythingItDidNotWrite(t *testing.T) {
 	}
 	// The last shard in its first phase after a key "pk" of an empty
 	// String: no DynamoDB key has one.
-	emptyValue := append(allDone(header(ExpiryIndexShards), ExpiryIndexShards-1), byte(phaseInProgress))
+	emptyValue := append(allDone(header(ExpiryIndexShards), ExpiryIndexShards-1), byte(phaseExpired))
 	emptyValue = appendBytes(append(appendBytes(binary.AppendUvarint(emptyValue, 1), []byte("pk")), 'S'), nil)
 	cases := map[string]string{
 		"empty":          "",
 		"not base64":     "***",
-		"version 5":      enc(append([]byte{5}, raw[1:]...)),
+		"version 4":      enc(append([]byte{4}, raw[1:]...)), // unreleased: three phases, other buckets
+		"version 6":      enc(append([]byte{6}, raw[1:]...)),
 		"cut short":      enc(raw[:len(raw)/2]),
 		"trailing bytes": enc(append(append([]byte{}, raw...), 0)),
 		"other table":    indexCursorWithKeys(t, "other", "r1").encode(),
@@ -80,7 +81,7 @@ func TestDecodeIndexCursorRejectsEverythingItDidNotWrite(t *testing.T) {
 		"no region":      indexCursorWithKeys(t, "keys", "").encode(),
 		"fewer shards":   enc(allDone(header(ExpiryIndexShards-1), ExpiryIndexShards-1)),
 		"more shards":    enc(allDone(header(ExpiryIndexShards+1), ExpiryIndexShards+1)),
-		"unknown phase":  enc(append(allDone(header(ExpiryIndexShards), ExpiryIndexShards-1), 4)),
+		"unknown phase":  enc(append(allDone(header(ExpiryIndexShards), ExpiryIndexShards-1), 3)),
 		"empty value":    enc(emptyValue),
 		"too long":       strings.Repeat("A", maxCursorLen+1),
 	}
@@ -95,7 +96,7 @@ func TestWorstCaseIndexCursorFitsInTheCursorItem(t *testing.T) {
 	c := &indexCursor{Table: strings.Repeat("t", maxTableNameBytes), Region: strings.Repeat("r", MaxSweepRegionLen)}
 	worst := map[string]types.AttributeValue{
 		"PK": attrS(strings.Repeat("k", maxPartitionKeyBytes)), "SK": attrS(strings.Repeat("s", maxSortKeyBytes)),
-		ExpiryBucketAttribute: attrS(strings.Repeat("b", 2+64+3)), "ttl": attrN(-1 << 62),
+		ExpiryBucketAttribute: attrS(strings.Repeat("b", 64+1+2)), "ttl": attrN(-1 << 62),
 	}
 	after, ok := sweepKeyToCursor(worst)
 	require.True(t, ok)

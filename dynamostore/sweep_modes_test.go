@@ -63,23 +63,42 @@ type passFigures struct {
 }
 
 // pass returns the figures of a pass over the seeded table in the env's
-// mode. A scan reads every record. An index sweep reads the in-progress
-// records (live, stuck, expired), the expired completed ones, and per
-// shard the completed record that expires next.
+// mode. A scan reads every record. An index sweep reads the expired
+// records (in progress or completed), and per shard the record that
+// expires next: the stuck records are not read before their exp.
 func (e *env) pass(truth *seeded) passFigures {
 	if !e.indexed() {
 		return passFigures{read: int64(truth.records), live: truth.live()}
 	}
-	live := truth.count(liveInProgress) + nextShards(truth.byKind[liveCompleted])
-	return passFigures{read: truth.count(expired) + truth.count(stuck) + live, live: live}
+	live := nextShards(sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress], truth.byKind[stuck]))
+	return passFigures{read: truth.count(expired) + live, live: live}
+}
+
+// remaining returns the partition keys a pass over the seeded table
+// leaves, sorted: the live records, and in an index sweep the stuck ones.
+func (e *env) remaining(truth *seeded) []string {
+	if e.indexed() {
+		return sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress], truth.byKind[stuck])
+	}
+	return sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress])
+}
+
+// reclaimed returns the stuck records a pass over the seeded table
+// reclaims in the env's mode: all of them in a scan, none in an index
+// sweep, which reads them once their exp passed.
+func (e *env) reclaimed(truth *seeded) int64 {
+	if e.indexed() {
+		return 0
+	}
+	return truth.count(stuck)
 }
 
 // nextShards counts the shards of the expiry index that hold at least one
-// of the completed records whose partition keys are pks.
+// of the records whose partition keys are pks.
 func nextShards(pks []string) int64 {
 	shards := map[string]bool{}
 	for _, pk := range pks {
-		shards[dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk, dynamostore.StateCompleted)] = true
+		shards[dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk)] = true
 	}
 	return int64(len(shards))
 }

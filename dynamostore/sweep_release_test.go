@@ -87,7 +87,7 @@ func TestReleaseKeyOfAnAbsentOrExpiredKeyIsNotFound(t *testing.T) {
 
 	_, err = s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	e.clock.Advance(dynamostore.DefaultRetention + time.Second)
+	e.clock.Advance(dynamostore.DefaultLease + dynamostore.DefaultRetention + time.Second)
 	_, err = s.ReleaseKey(ctx, "tenant-a", "k1", forceInProgress, forceCompleted)
 	require.ErrorIs(t, err, dynamostore.ErrNotFound)
 }

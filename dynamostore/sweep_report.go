@@ -41,11 +41,11 @@ func (s SweepStop) severity() int {
 //
 // In SweepIndex mode the items are the entries of the expiry index read
 // by Query, which hold the keys and the attributes a sweep decides on:
-// every in-progress record, every completed record whose exp passed, and
-// per shard the completed record that expires next. The live completed
-// records are otherwise not read, so LiveKeys and OldestLiveKeyAge
-// describe the records read (see each field); the other figures mean what
-// they mean in SweepScan mode.
+// every record whose exp passed, in progress or completed, and per shard
+// the record that expires next. The live records are otherwise not read,
+// so LiveKeys and OldestLiveKeyAge describe the records read (see each
+// field), and Reclaimed is zero (see SweepMode); the other figures mean
+// what they mean in SweepScan mode.
 type SweepReport struct {
 	Table string
 	// Mode is the sweep's mode.
@@ -70,25 +70,29 @@ type SweepReport struct {
 	// Skipped counts deletes whose condition failed: the record was
 	// claimed again, completed or deleted between the scan and the delete.
 	// In SweepIndex mode it also counts entries of records already
-	// deleted that the index, eventually consistent, still returned.
+	// deleted that the index, eventually consistent, still returned, and
+	// expired items of the key namespace whose state is none of this
+	// package's (the index does not hold the state; a scan counts them as
+	// Foreign).
 	Skipped int64
 	// LiveKeys counts live records seen: neither expired nor stuck. In
-	// SweepIndex mode those are the in-progress records under a live lock
-	// and the next record to expire of each shard (at most
-	// ExpiryIndexShards), not the table's live records.
+	// SweepIndex mode those are the next record to expire of each shard
+	// (at most ExpiryIndexShards), not the table's live records.
 	LiveKeys int64
 	// Foreign counts items that are not key records, and with
 	// SweepOptions.Region the records of other regions, left alone.
 	Foreign int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen. In SweepIndex mode the
-	// completed records seen are those with the smallest exp of each
-	// shard: the figure is exact when every Store writing the table has
-	// the same Retention and requests take the same time from claim to
-	// completion (the record completed first then expires first), and
-	// otherwise may miss an older record that expires later, by at most
-	// the difference in retention or run time. In-progress records are
-	// all read, so their ages are exact.
+	// records seen are those with the smallest exp of each shard, and the
+	// figure is an estimate: a record's exp is its claim time plus its
+	// lease plus the Retention (a commit within the lock keeps it), so the
+	// record that expires first is the one claimed first when every Store
+	// writing the table has the same Retention and lease; otherwise an
+	// older record that expires later is missed, older by at most the
+	// difference in Retention plus the longest lease (a CommitFirst record
+	// has no lease), or more for a record committed after its lock expired
+	// (its exp counts from its completion).
 	OldestLiveKeyAge time.Duration
 	// EvictionLag is how long ago the oldest expired record seen expired:
 	// how far eviction is behind. Zero when no expired record was seen.

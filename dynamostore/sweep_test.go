@@ -56,7 +56,7 @@ func testSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 	assert.Equal(t, e.mode, r.Mode)
 	assert.Equal(t, pass.read, r.Scanned)
 	assert.Equal(t, truth.count(expired), r.Evicted)
-	assert.Equal(t, truth.count(stuck), r.Reclaimed)
+	assert.Equal(t, e.reclaimed(truth), r.Reclaimed)
 	assert.Equal(t, pass.live, r.LiveKeys)
 	assert.Zero(t, r.Skipped)
 	assert.Zero(t, r.Foreign)
@@ -69,7 +69,7 @@ func testSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 	assert.Empty(t, r.StoppedBy)
 	assert.InDelta(t, float64(pass.read)/float64(truth.count(expired)), r.ScannedPerEvicted(), 1e-9)
 	if e.indexed() {
-		assert.GreaterOrEqual(t, r.Pages, int64(3*dynamostore.ExpiryIndexShards), "three queries per shard at least")
+		assert.GreaterOrEqual(t, r.Pages, int64(2*dynamostore.ExpiryIndexShards), "two queries per shard at least")
 	} else {
 		assert.GreaterOrEqual(t, r.Pages, int64(30), "3000 items in pages of 100")
 	}
@@ -81,7 +81,7 @@ func testSweepEvictsExactlyTheExpiredReclaimsTheStuckAndReportsTheSeededTruth(t 
 
 	assert.Equal(t, int(r.Evicted+r.Reclaimed), e.calls.Count("DeleteItem"), "one DeleteItem per removed record")
 	assert.Equal(t, int(r.Pages), e.calls.Count(e.readOp()), "one Scan or Query per page")
-	assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress]), tableKeys(t, e.ep.Client, e.table),
+	assert.Equal(t, e.remaining(truth), tableKeys(t, e.ep.Client, e.table),
 		"exactly the live records remain")
 
 	// The live records are intact: a completed one still replays.
@@ -129,7 +129,7 @@ func testRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T, e *env) {
 
 	assert.Equal(t, int64(1), r.Skipped)
 	assert.Equal(t, truth.count(expired)-1, r.Evicted)
-	assert.Equal(t, truth.count(stuck), r.Reclaimed)
+	assert.Equal(t, e.reclaimed(truth), r.Reclaimed)
 	assert.Equal(t, e.pass(truth).live, r.LiveKeys)
 	assert.Equal(t, truth.lag, r.EvictionLag, "the victim was expired when scanned")
 	checkIdentity(t, r)
@@ -172,10 +172,19 @@ func testStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T, e *env) {
 	}}
 	r, err := e.sweeper(hook).Sweep(ctx, "")
 	require.NoError(t, err)
+	if e.indexed() {
+		// An index sweep does not read a stuck record before its exp:
+		// every stuck record stays, and the owner completes it after.
+		assert.Zero(t, r.Skipped)
+		assert.Zero(t, r.Reclaimed)
+		assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress], truth.byKind[stuck]),
+			tableKeys(t, e.ep.Client, e.table))
+		_, completeErr = store.Complete(ctx, owner, dynamostore.Response{Status: 201, Body: []byte("late")})
+	} else {
+		assert.Equal(t, int64(1), r.Skipped)
+		assert.Equal(t, truth.count(stuck)-1, r.Reclaimed)
+	}
 	require.NoError(t, completeErr, "the owner could not complete its stuck record")
-
-	assert.Equal(t, int64(1), r.Skipped)
-	assert.Equal(t, truth.count(stuck)-1, r.Reclaimed)
 	assert.Equal(t, truth.count(expired), r.Evicted)
 	checkIdentity(t, r)
 	rec, err := store.Get(ctx, seedScope, seedKey(victim))
@@ -221,10 +230,10 @@ func testSweepStoppedByItsBudgetResumesAndFinishesOnTheNextRun(t *testing.T, e *
 
 	assert.Equal(t, e.pass(truth).read, first.Scanned+second.Scanned, "each item read once over the pass")
 	assert.Equal(t, truth.count(expired), first.Evicted+second.Evicted)
-	assert.Equal(t, truth.count(stuck), first.Reclaimed+second.Reclaimed)
+	assert.Equal(t, e.reclaimed(truth), first.Reclaimed+second.Reclaimed)
 	assert.Equal(t, e.pass(truth).live, first.LiveKeys+second.LiveKeys)
 	assert.Zero(t, first.Skipped+second.Skipped)
-	assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress]), tableKeys(t, e.ep.Client, e.table))
+	assert.Equal(t, e.remaining(truth), tableKeys(t, e.ep.Client, e.table))
 }
 
 func TestDryRunDeletesNothingAndReportsWhatItWouldDo(t *testing.T) {
@@ -240,7 +249,7 @@ func testDryRunDeletesNothingAndReportsWhatItWouldDo(t *testing.T, e *env) {
 	require.NoError(t, err)
 	assert.True(t, r.DryRun)
 	assert.Equal(t, truth.count(expired), r.Evicted)
-	assert.Equal(t, truth.count(stuck), r.Reclaimed)
+	assert.Equal(t, e.reclaimed(truth), r.Reclaimed)
 	assert.Equal(t, e.pass(truth).live, r.LiveKeys)
 	assert.Equal(t, truth.oldest, r.OldestLiveKeyAge)
 	assert.Equal(t, truth.lag, r.EvictionLag)
@@ -282,18 +291,18 @@ func testRateLimitSpacesPagesOnTheInjectedClock(t *testing.T, e *env) {
 	assert.True(t, r.Finished)
 	assert.Equal(t, e.pass(truth).read, r.Scanned)
 	if e.indexed() {
-		// The same bucket, over 96 pages or more (three queries per
+		// The same bucket, over 64 pages or more (two queries per
 		// shard, one shard after the other): the last page (the next
 		// record of the last shard, 1 item if it has one) starts once
 		// the items read before it, less the first second's worth,
 		// are paid for at 100 per second.
 		last := int64(0)
-		for _, pk := range truth.byKind[liveCompleted] {
-			if dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk, dynamostore.StateCompleted) == "c31" {
+		for _, pk := range sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress], truth.byKind[stuck]) {
+			if dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk) == "31" {
 				last = 1
 			}
 		}
-		assert.GreaterOrEqual(t, r.Pages, int64(3*dynamostore.ExpiryIndexShards))
+		assert.GreaterOrEqual(t, r.Pages, int64(2*dynamostore.ExpiryIndexShards))
 		want := time.Duration(r.Scanned-last-100) * 10 * time.Millisecond
 		assert.Equal(t, want, e.clock.Now().Sub(start))
 		assert.Equal(t, want, time.Duration(s.slept.Load()))
@@ -315,7 +324,11 @@ func TestRateLimitWaitPastTheBudgetStopsTheSweepInstead(t *testing.T) {
 }
 
 func testRateLimitWaitPastTheBudgetStopsTheSweepInstead(t *testing.T, e *env) {
-	seed(t, e.ep.Client, e.table, e.clock.Now(), 1000)
+	n := 1000
+	if e.indexed() {
+		n = 2000 // 500 expired records and 32 next ones to read: more than the budget allows
+	}
+	seed(t, e.ep.Client, e.table, e.clock.Now(), n)
 	s := &sleeper{clock: e.clock}
 	start := e.clock.Now()
 	r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) {
@@ -391,7 +404,7 @@ func testFailedScanStopsItsSegmentAndTheCursorResumesFromThatPage(t *testing.T, 
 	assert.True(t, second.Finished)
 	assert.Equal(t, e.pass(truth).read, first.Scanned+second.Scanned)
 	assert.Equal(t, truth.count(expired), first.Evicted+second.Evicted)
-	assert.Equal(t, truth.count(stuck), first.Reclaimed+second.Reclaimed)
+	assert.Equal(t, e.reclaimed(truth), first.Reclaimed+second.Reclaimed)
 	assert.Equal(t, e.pass(truth).live, first.LiveKeys+second.LiveKeys)
 }
 
@@ -420,7 +433,7 @@ func testFailedDeletesAreCountedAndTheSweepGoesOn(t *testing.T, e *env) {
 		assert.Contains(t, m, "DeleteItem")
 		assert.Regexp(t, hash, m)
 	}
-	assert.Equal(t, truth.count(expired)+truth.count(stuck)-2, r.Evicted+r.Reclaimed)
+	assert.Equal(t, truth.count(expired)+e.reclaimed(truth)-2, r.Evicted+r.Reclaimed)
 	checkIdentity(t, r)
 	assert.Contains(t, logs.String(), `"level":"WARN"`)
 	noKeysIn(t, logs.Bytes())
@@ -472,7 +485,7 @@ func testSweepLogsOneSummaryRecordWithEveryFigureAndNoKeys(t *testing.T, e *env)
 	pass := e.pass(truth)
 	want := map[string]any{
 		"table": e.table, "mode": string(e.mode), "dry_run": false, "segments": 4.0, "scanned": float64(pass.read), "evicted": 99.0,
-		"reclaimed": 100.0, "skipped": 1.0, "live_keys": float64(pass.live), "foreign": 0.0, "errors": 0.0,
+		"reclaimed": float64(e.reclaimed(truth)), "skipped": 1.0, "live_keys": float64(pass.live), "foreign": 0.0, "errors": 0.0,
 		"finished": true, "stopped_by": "", "resumable": false,
 		"consumed_rcu": r.ConsumedReadUnits, "consumed_wcu": r.ConsumedWriteUnits,
 		"oldest_live_key_age": float64(truth.oldest), "eviction_lag": float64(truth.lag),
@@ -503,8 +516,12 @@ func testSweepLeavesForeignItemsAndTheCursorItemAlone(t *testing.T, e *env) {
 	r, err := e.sweeper(e.client).Sweep(ctx, "")
 	require.NoError(t, err)
 	if e.indexed() {
-		// The cursor item has no bucket, so it is not in the index.
-		assert.Equal(t, int64(1), r.Foreign)
+		// The cursor item has no bucket, so it is not in the index; the
+		// index does not hold the state, so the record of an unknown
+		// state is not told apart before its delete, whose condition
+		// leaves it alone.
+		assert.Zero(t, r.Foreign)
+		assert.Equal(t, int64(1), r.Skipped)
 	} else {
 		assert.Equal(t, int64(2), r.Foreign)
 	}
@@ -622,11 +639,15 @@ func TestShortDeadlineLeavesHalfTheRemainingTimeAsMargin(t *testing.T) {
 
 func testShortDeadlineLeavesHalfTheRemainingTimeAsMargin(t *testing.T, e *env) {
 	seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
-	// 4 s left, a 5 s margin: the sweep still runs for about 2 s.
-	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// 40 s left, a 50 s margin: the sweep still runs for about 20 s of
+	// the test's clock, two pages of 10 s. (The real deadline leaves a
+	// slow backend, moto under load, ample time for those two pages.)
+	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	r, err := e.sweeper(client, func(o *dynamostore.SweepOptions) { o.Segments = 1 }).Sweep(ctx, "")
+	r, err := e.sweeper(client, func(o *dynamostore.SweepOptions) {
+		o.Segments, o.DeadlineMargin = 1, 50*time.Second
+	}).Sweep(ctx, "")
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.SweepStoppedByBudget, r.StoppedBy)
 	assert.Equal(t, int64(2), r.Pages)

@@ -20,19 +20,22 @@ import (
 // ACTIVE, at most maxWait (default two minutes when zero). The index is a
 // global secondary index named ExpiryIndexName, partition key
 // ExpiryBucketAttribute (String), sort key the schema's TTLAttribute
-// (Number), projecting the attributes a sweep decides on besides the keys
-// (INCLUDE: "state", "lock", "lock_exp", "created", "region" and
-// "idemkey"). On a table with provisioned capacity the index gets the
-// table's read and write capacity; on an on-demand table it is on-demand.
+// (Number), projecting besides the keys only attributes that no write
+// after a claim changes (INCLUDE: "created", "lock_exp", "region" and "idemkey"). On
+// a table with provisioned capacity the index gets the table's read and
+// write capacity; on an on-demand table it is on-demand.
 //
-// An existing index is only checked: it must have that key schema, and
-// project ALL attributes or INCLUDE at least those; otherwise the error
-// matches ErrExpiryIndex and names what is wrong (drop the index, or
-// rename it, and call again). A missing table is an error (create it
-// first with EnsureTable or EnsureSchemaTable), and so is a table whose
-// key schema is not the schema's (ErrTableSchema). It is idempotent and
-// safe to call from several processes at once: one that finds the index
-// being created waits for it.
+// An existing index is only checked: it must have that key schema and
+// project INCLUDE exactly those attributes; otherwise the error matches
+// ErrExpiryIndex and names what is wrong. An index that projects more
+// (ALL, or the "state" that an earlier, unreleased version of this
+// function projected, whose records also carried other bucket values)
+// is refused too, since every commit would write it: delete the index
+// and call again to create it anew. A missing table is an error (create
+// it first with EnsureTable or EnsureSchemaTable), and so is a table
+// whose key schema is not the schema's (ErrTableSchema). It is
+// idempotent and safe to call from several processes at once: one that
+// finds the index being created waits for it.
 //
 // Creating the index on a table that holds records makes DynamoDB
 // backfill it, which on a large table takes minutes to hours; the wait
@@ -42,17 +45,21 @@ import (
 // no ExpiryBucketAttribute and are not in the index: DynamoDB's TTL
 // deletes them.
 //
-// What the index costs: every write of a record that carries the
-// attribute writes the index too, one write unit per index entry of up to
-// 1 KB (an entry holds the keys and the projected attributes, about 150
-// bytes with a short key), and a write that changes the entry's key (the
-// commit changes both the bucket and exp) costs two, the removal of the
-// old entry and the new one. Per outcome of a request: claim +1, commit
-// +2, release +1, a claim that replaces an expired or stuck record +2, a
-// replay, a request in flight or a mismatch 0 (no write), CommitFirst +1;
-// the sweeper's eviction or reclaim +1, and a delete by DynamoDB's TTL
+// What the index costs: a write of a record that puts, changes or
+// removes its index entry writes the index too, one write unit per entry
+// of up to 1 KB (an entry holds the keys and the projected attributes,
+// about 100 bytes with a short key); a write that leaves the entry as it
+// was (same bucket, same exp, same projected attributes) costs the index
+// nothing. A record's bucket depends on its key only and its exp is set
+// by its claim, and a commit within the claim's lock keeps it (see
+// Options.Retention), so per outcome of a request: claim +1, commit 0,
+// release +1, a claim that replaces an expired or stuck record +2 (the
+// entry's exp changes: a delete and a put), a replay, a request in flight
+// or a mismatch 0 (no write), CommitFirst +1, a commit after the lock
+// expired +2 (its exp moves); the sweeper's eviction +1, and a delete by
+// DynamoDB's TTL
 // removes the entry too. A first execution that is later evicted thus
-// costs 4 index write units besides its 3 or more on the table.
+// costs 2 index write units besides its 3 or more on the table.
 //
 // It panics if schema is invalid (KeySchema.Validate).
 func EnsureExpiryIndex(ctx context.Context, client TableClient, table string, schema KeySchema, maxWait time.Duration) error {
@@ -185,21 +192,37 @@ func (l *layout) expiryIndexOf(table string, t *types.TableDescription) (*types.
 		}
 	}
 	p := gsi.Projection
-	if p == nil || p.ProjectionType == types.ProjectionTypeAll {
-		return gsi, nil
-	}
-	var missing []string
+	var want []string
 	for _, name := range indexProjectedAttributes {
-		if name == keyschema.Marker && !marked(l.Schema) {
-			continue // only records of a schema with a Prefix carry it
-		}
-		if p.ProjectionType != types.ProjectionTypeInclude || !slices.Contains(p.NonKeyAttributes, name) {
-			missing = append(missing, name)
+		if name != keyschema.Marker || marked(l.Schema) {
+			want = append(want, name)
 		}
 	}
-	if len(missing) > 0 {
-		return gsi, unfit("projects %s without %s, which a sweep decides on; it must project INCLUDE %s (or ALL)",
-			p.ProjectionType, strings.Join(missing, ", "), strings.Join(indexProjectedAttributes, ", "))
+	var got []string
+	if p != nil {
+		got = p.NonKeyAttributes
+	}
+	var extra []string
+	for _, name := range got {
+		if !slices.Contains(indexProjectedAttributes, name) {
+			extra = append(extra, name)
+		}
+	}
+	missing := slices.DeleteFunc(slices.Clone(want), func(name string) bool { return slices.Contains(got, name) })
+	if p == nil || p.ProjectionType != types.ProjectionTypeInclude || len(missing) > 0 || len(extra) > 0 {
+		what := "projects nothing"
+		switch {
+		case p == nil:
+		case p.ProjectionType != types.ProjectionTypeInclude:
+			what = "projects " + string(p.ProjectionType)
+		case len(extra) > 0:
+			what = "projects INCLUDE " + strings.Join(got, ", ") + ", which a commit changes (an index of an earlier version)"
+		default:
+			what = "projects INCLUDE without " + strings.Join(missing, ", ") + ", which a sweep reads"
+		}
+		return gsi, unfit("%s; it must project INCLUDE %s exactly, so that a commit writes no index entry: "+
+			"delete the index and call EnsureExpiryIndex again to recreate it",
+			what, strings.Join(indexProjectedAttributes, ", "))
 	}
 	return gsi, nil
 }

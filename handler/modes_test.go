@@ -97,7 +97,7 @@ func TestCacheNeverOutlivesTheRecord(t *testing.T) {
 	cache := idemkey.NewCache(100, 24*time.Hour) // longer than the harness's 1 h retention
 	h := newHarness(t, func(o *handler.Options) { o.Guard.Cache = cache })
 	require.Equal(t, 201, h.post("k1", `{}`).status)
-	h.clock.Advance(time.Hour + time.Second)
+	h.clock.Advance(time.Minute + time.Hour + time.Second) // past exp: the claim's lease's end plus the retention
 	r := h.post("k1", `{}`)
 	assert.Empty(t, r.header.Get(handler.ReplayedHeader), "the record expired: the key is absent again")
 	assert.Equal(t, int64(2), h.executed.Load())

@@ -25,7 +25,12 @@ type engine struct {
 	c *server.Client
 }
 
-func newEngine() *engine { return &engine{c: server.NewClient()} }
+func newEngine() *engine {
+	if err := checkMinidynLayout(); err != nil {
+		panic(err)
+	}
+	return &engine{c: server.NewClient()}
+}
 
 // ServeHTTP implements http.Handler as server.Server does.
 func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {

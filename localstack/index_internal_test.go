@@ -349,3 +349,9 @@ func writes(i int) func(c *dynamodb.Client) error {
 		return err
 	}
 }
+
+func TestMinidynLayoutIsTheOneTheFrontReads(t *testing.T) {
+	if err := checkMinidynLayout(); err != nil {
+		t.Fatal(err)
+	}
+}

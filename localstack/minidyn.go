@@ -24,6 +24,43 @@ import (
 // accessors are tied to minidyn v0.8.2's layout; the front's tests
 // compare their results with minidyn's own answers.
 
+// checkMinidynLayout reports whether minidyn's unexported fields that the
+// front reads are there with the types it reads them as: a build with
+// another minidyn than v0.8.2 fails when the engine is made, naming the
+// field, instead of misreading memory at the first request.
+func checkMinidynLayout() error {
+	field := func(t reflect.Type, name string, want reflect.Type, kind reflect.Kind) error {
+		f, ok := t.FieldByName(name)
+		switch {
+		case !ok:
+			return fmt.Errorf("localstack: minidyn's %s has no field %s: this package reads github.com/truora/minidyn v0.8.2's layout", t, name)
+		case want != nil && f.Type != want, want == nil && f.Type.Kind() != kind:
+			return fmt.Errorf("localstack: minidyn's %s.%s is a %s: this package reads github.com/truora/minidyn v0.8.2's layout", t, name, f.Type)
+		}
+		return nil
+	}
+	str := reflect.TypeOf("")
+	idx := reflect.TypeOf(core.Table{}.Indexes).Elem().Elem()
+	ks, _ := idx.FieldByName("keySchema")
+	for _, err := range []error{
+		field(reflect.TypeOf(server.Client{}), "tables", reflect.TypeOf(map[string]*core.Table(nil)), 0),
+		field(idx, "keySchema", nil, reflect.Struct),
+		field(idx, "typ", nil, reflect.String),
+		field(idx, "refs", reflect.TypeOf(map[string]string(nil)), 0),
+		field(idx, "sortedKeys", reflect.TypeOf([]string(nil)), 0),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"HashKey", "RangeKey"} {
+		if err := field(ks.Type, name, str, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // tables returns minidyn's tables by name.
 func (e *engine) tables() map[string]*core.Table {
 	f := reflect.ValueOf(e.c).Elem().FieldByName("tables")

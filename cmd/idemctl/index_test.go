@@ -39,7 +39,7 @@ func TestSweepInIndexModeNeedsTheIndexThatCreateTableIndexCreates(t *testing.T) 
 	var report map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
 	assert.Equal(t, 1.0, report["evicted"])
-	assert.Equal(t, 1.0, report["reclaimed"])
+	assert.Equal(t, 0.0, report["reclaimed"], "index mode reads the stuck record once its exp passed, not before")
 
 	r = idemctl("sweep", "-table", table, "-mode", "gsi")
 	assert.Equal(t, exitUsage, r.code)

@@ -214,7 +214,9 @@ func TestInspectPrintsTheRecordWithoutItsBodyUnlessAsked(t *testing.T) {
 	assert.Equal(t, "/payments", got.Path)
 	assert.Equal(t, hex.EncodeToString(sum[:]), got.Fingerprint)
 	assert.Equal(t, keyschema.PartitionKey("tenant-a", "order-1"), got.PartitionKey)
-	assert.Equal(t, now.Add(time.Hour).Unix(), got.Expires.Unix())
+	// The claim's exp: its lease's end plus the retention, rounded up to
+	// the second; the commit keeps it.
+	assert.Equal(t, (now.Add(time.Minute+time.Hour).UnixMilli()+999)/1000, got.Expires.Unix())
 	assert.Equal(t, now.UnixMilli(), got.Created.UnixMilli())
 	assert.Nil(t, got.LockExpires, "a completed record shows no lock")
 	assert.NotNil(t, got.Completed)

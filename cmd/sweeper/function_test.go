@@ -83,7 +83,8 @@ func (fx *fixture) seed(t *testing.T) (expired, stuck, live int64) {
 			fx.claim(t, key, now.Add(-time.Hour), time.Minute, 24*time.Hour, true)
 			live++
 		case i%2 == 0:
-			fx.claim(t, key, now.Add(-3*time.Hour), time.Minute, time.Hour, i%4 == 0)
+			// exp: the claim's lease's end plus the retention, 2 h ago.
+			fx.claim(t, key, now.Add(-3*time.Hour-time.Minute), time.Minute, time.Hour, i%4 == 0)
 			expired++
 		default:
 			fx.claim(t, key, now.Add(-10*time.Minute), 5*time.Minute, 24*time.Hour, false)

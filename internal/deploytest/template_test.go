@@ -121,6 +121,10 @@ func TestSweepModeIndexGivesTheKeyTableTheExpiryIndexAndTheSweeperItsMode(t *tes
 			map[string]any{"AttributeName": dynamostore.ExpiryBucketAttribute, "KeyType": "HASH"},
 			map[string]any{"AttributeName": dynamostore.TTLAttribute, "KeyType": "RANGE"},
 		}, gsi["KeySchema"])
+		// The projection dynamostore.EnsureExpiryIndex creates and
+		// requires: only attributes that no commit changes.
+		assert.Equal(t, map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"created", "lock_exp", "region", "idemkey"}},
+			gsi["Projection"])
 		defs, err := tpl.Property(p, "KeyTable", "Properties", "AttributeDefinitions")
 		require.NoError(t, err)
 		assert.Contains(t, defs, map[string]any{"AttributeName": dynamostore.ExpiryBucketAttribute, "AttributeType": "S"})
