@@ -32,6 +32,20 @@ func newEngine() *engine {
 	return &engine{c: server.NewClient()}
 }
 
+// putItem is minidyn's PutItem with the table's key order kept by
+// insertion (see keepingKeyOrder).
+func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *server.PutItemOutput, err error) {
+	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.PutItem(ctx, in) })
+	return out, err
+}
+
+// updateItem is minidyn's UpdateItem with the table's key order kept by
+// insertion (see keepingKeyOrder).
+func (e *engine) updateItem(ctx context.Context, in *server.UpdateItemInput) (out *server.UpdateItemOutput, err error) {
+	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.UpdateItem(ctx, in) })
+	return out, err
+}
+
 // ServeHTTP implements http.Handler as server.Server does.
 func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -56,11 +70,11 @@ func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "DescribeTable":
 		serveDecoded(w, r.Body, c.DescribeTable)
 	case "PutItem":
-		serveDecoded(w, r.Body, c.PutItem)
+		serveDecoded(w, r.Body, e.putItem)
 	case "DeleteItem":
 		serveDecoded(w, r.Body, c.DeleteItem)
 	case "UpdateItem":
-		serveDecoded(w, r.Body, c.UpdateItem)
+		serveDecoded(w, r.Body, e.updateItem)
 	case "GetItem":
 		serveDecoded(w, r.Body, c.GetItem)
 	case "Query":
@@ -130,16 +144,11 @@ func writeEngineError(w http.ResponseWriter, err error) {
 		return
 	}
 	if ccf, ok := errors.AsType[*ddbtypes.ConditionalCheckFailedException](err); ok {
-		body := struct {
-			Type    string                            `json:"__type"`
-			Message string                            `json:"message"`
-			Item    map[string]*server.AttributeValue `json:"Item,omitempty"`
-		}{Type: codeConditionalCheck, Message: aws.ToString(ccf.Message)}
+		var item map[string]*server.AttributeValue
 		if len(ccf.Item) > 0 {
-			body.Item = wireItem(ccf.Item)
+			item = wireItem(ccf.Item)
 		}
-		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(body)
+		writeConditionFailed(w, aws.ToString(ccf.Message), item)
 		return
 	}
 	status, code, msg := http.StatusBadRequest, "InternalFailure", err.Error()
@@ -163,6 +172,25 @@ func writeEngineError(w http.ResponseWriter, err error) {
 func engineErrorResponse(err error) *response {
 	r := newResponse()
 	writeEngineError(r, err)
+	return r
+}
+
+// writeConditionFailed writes a ConditionalCheckFailedException with
+// message and, unless it is empty, item as Item.
+func writeConditionFailed(w http.ResponseWriter, message string, item map[string]*server.AttributeValue) {
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(struct {
+		Type    string                            `json:"__type"`
+		Message string                            `json:"message"`
+		Item    map[string]*server.AttributeValue `json:"Item,omitempty"`
+	}{codeConditionalCheck, message, item})
+}
+
+// conditionFailedResponse is the response writeConditionFailed writes.
+func conditionFailedResponse(message string, item map[string]*server.AttributeValue) *response {
+	r := newResponse()
+	r.header.Set("Content-Type", jsonContentType)
+	writeConditionFailed(r, message, item)
 	return r
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"testing"
 
@@ -111,4 +113,52 @@ func exchangeWith(h http.Handler, x engineExchange) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// TestWritesKeepTheTableKeyOrderMinidynKeeps sends a seeded random mix of
+// PutItem, UpdateItem and DeleteItem requests, some of them failing their
+// condition, through the front's fast and slow paths and a transaction,
+// and requires minidyn's sorted key list of the table to be, after every
+// request, exactly the sorted keys of the table's items, as minidyn's own
+// append-and-sort keeps it.
+func TestWritesKeepTheTableKeyOrderMinidynKeeps(t *testing.T) {
+	for _, slow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("slowPut=%v", slow), func(t *testing.T) {
+			f := newFront(newEngine(), resolveOptions(nil))
+			f.slowPut = slow
+			mustServe(t, f, "CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`)
+			rnd := rand.New(rand.NewPCG(7, 11))
+			for i := range 600 {
+				pk, sk := fmt.Sprintf("p%03d", rnd.IntN(60)), rnd.IntN(5)
+				key := fmt.Sprintf(`{"pk":{"S":%q},"sk":{"N":"%d"}}`, pk, sk)
+				var op, body string
+				switch rnd.IntN(5) {
+				case 0, 1:
+					op, body = "PutItem", fmt.Sprintf(`{"TableName":"t","Item":{"pk":{"S":%q},"sk":{"N":"%d"},"v":{"N":"%d"}}}`, pk, sk, i)
+				case 2:
+					op, body = "PutItem", fmt.Sprintf(`{"TableName":"t","Item":{"pk":{"S":%q},"sk":{"N":"%d"}},"ConditionExpression":"attribute_not_exists(pk)","ReturnValuesOnConditionCheckFailure":"ALL_OLD"}`, pk, sk)
+				case 3:
+					op, body = "UpdateItem", fmt.Sprintf(`{"TableName":"t","Key":%s,"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"%d"}}}`, key, i)
+				default:
+					op, body = "DeleteItem", fmt.Sprintf(`{"TableName":"t","Key":%s}`, key)
+				}
+				if i%7 == 0 {
+					op, body = "TransactWriteItems", fmt.Sprintf(`{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"x%s"},"sk":{"N":"%d"}}}},{"Update":{"TableName":"t","Key":%s,"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"N":"1"}}}}]}`, pk, sk, key)
+				}
+				rec := serveDirect(f, op, body)
+				if rec.Code != http.StatusOK && !bytes.Contains(rec.Body.Bytes(), []byte(codeConditionalCheck)) {
+					t.Fatalf("request %d, %s: status %d: %s", i, op, rec.Code, rec.Body)
+				}
+				tbl := f.eng.table("t")
+				want := make([]string, 0, len(tbl.Data))
+				for k := range tbl.Data {
+					want = append(want, k)
+				}
+				sort.Strings(want)
+				if !slices.Equal(tbl.SortedKeys, want) {
+					t.Fatalf("after request %d (%s), minidyn's key list is %q, want %q", i, op, tbl.SortedKeys, want)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package localstack
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"unsafe"
 
@@ -69,6 +70,35 @@ func (e *engine) tables() map[string]*core.Table {
 
 // table returns minidyn's table name, or nil.
 func (e *engine) table(name string) *core.Table { return e.tables()[name] }
+
+// keepingKeyOrder runs write, a single PutItem or UpdateItem on table,
+// keeping the table's sorted list of item keys (minidyn's order of Scan
+// and Query results) in O(log N) comparisons: minidyn appends a new item's
+// key to the list and sorts the whole list again, O(N) comparisons of
+// long keys for every item a table gains. The list is set aside while
+// write runs, so that minidyn appends to and sorts a list of at most the
+// one key write adds, which is then inserted at its place. Neither write
+// reads the list or removes from it; a write that panics leaves the list
+// as it was, with the key it added, if any.
+func (e *engine) keepingKeyOrder(table string, write func()) {
+	t := e.table(table)
+	if t == nil {
+		write()
+		return
+	}
+	keys := t.SortedKeys
+	t.SortedKeys = nil
+	defer func() {
+		added := t.SortedKeys
+		t.SortedKeys = keys
+		for _, k := range added {
+			if i, found := slices.BinarySearch(t.SortedKeys, k); !found {
+				t.SortedKeys = slices.Insert(t.SortedKeys, i, k)
+			}
+		}
+	}()
+	write()
+}
 
 // indexInfo is what the front needs of one of minidyn's secondary indexes.
 type indexInfo struct {

@@ -126,7 +126,7 @@ type transactRequest struct {
 	ClientRequestToken     *string
 	ReturnConsumedCapacity string
 	TransactItems          []struct {
-		Put, Update, Delete, ConditionCheck *transactAction
+		Put, Update, Delete, ConditionCheck *writeAction
 	}
 }
 
@@ -136,9 +136,9 @@ func (r *transactRequest) action(i int) *writeAction {
 		return nil
 	}
 	t := r.TransactItems[i]
-	for _, a := range []*transactAction{t.Put, t.Update, t.Delete, t.ConditionCheck} {
+	for _, a := range []*writeAction{t.Put, t.Update, t.Delete, t.ConditionCheck} {
 		if a != nil {
-			return &a.writeAction
+			return a
 		}
 	}
 	return nil

@@ -3,9 +3,11 @@ package localstack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/truora/minidyn/server"
 )
@@ -46,7 +48,7 @@ func (f *front) putItem(ctx context.Context, in *server.PutItemInput) (*response
 			return nil, false
 		}
 	}
-	_, err := f.eng.c.PutItem(ctx, in)
+	_, err := f.eng.putItem(ctx, in)
 	switch {
 	case err == nil && in.ReturnValues == returnAllOld && old != nil:
 		return jsonResponse(struct {
@@ -54,6 +56,12 @@ func (f *front) putItem(ctx context.Context, in *server.PutItemInput) (*response
 		}{old}), true
 	case err == nil:
 		return jsonResponse(struct{}{}), true
+	}
+	if ccf, ok := errors.AsType[*ddbtypes.ConditionalCheckFailedException](err); ok && len(ccf.Item) == 0 &&
+		in.ReturnValuesOnConditionCheckFailure == returnAllOld && old != nil {
+		// The answer a replayed claim gets: written at once, not as
+		// minidyn's answer amended.
+		return conditionFailedResponse(aws.ToString(ccf.Message), old), true
 	}
 	resp := engineErrorResponse(err)
 	if in.ReturnValuesOnConditionCheckFailure != returnAllOld || old == nil || resp.errorCode() != codeConditionalCheck {

@@ -104,7 +104,7 @@ func (f *front) transactWriteItems(ctx context.Context, header http.Header, body
 
 	var resp *response
 	if f.opts.DisableItemTransactions {
-		resp = f.minidynTransaction(ctx, header, body, req)
+		resp = f.minidynTransaction(ctx, header, body)
 	} else {
 		resp = f.applyTransaction(ctx, header, body, req)
 	}
@@ -119,7 +119,7 @@ func (f *front) transactWriteItems(ctx context.Context, header http.Header, body
 // single-item request that applies it, and the digest of the request for
 // its ClientRequestToken.
 type transactInput struct {
-	req    transactRequest
+	req    itemTransaction
 	err    error // of decoding the request
 	digest [sha256.Size]byte
 }
@@ -132,13 +132,6 @@ func (f *front) decodeTransaction(body []byte) *transactInput {
 	}
 	if t := in.req.ClientRequestToken; t != nil && !f.opts.DisableClientRequestToken && *t != "" && len(*t) <= maxClientRequestTokenLength {
 		in.digest = requestDigest(body)
-	}
-	if !f.opts.DisableItemTransactions {
-		for _, t := range in.req.TransactItems {
-			if kind, a, ok := actionKind(t.Put, t.Update, t.Delete, t.ConditionCheck); ok {
-				a.decodeItemRequest(kind)
-			}
-		}
 	}
 	return in
 }

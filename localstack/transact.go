@@ -2,7 +2,6 @@ package localstack
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,45 +51,17 @@ import (
 // JSON cannot restore exactly (minidyn writes an empty list, map, binary or
 // set as a value without type, {}).
 
-// transactAction is one action of a TransactWriteItems request: the parts
-// the front uses, the action's JSON as the client sent it, and the action
-// decoded as the single-item request that applies it (every member of a
-// Put is a member of PutItem, and so on; minidyn ignores the others).
-type transactAction struct {
-	writeAction
-	raw json.RawMessage
-
-	item    itemRequest
-	itemErr error // of decoding raw as the single-item request
-}
-
-// itemRequest is a single-item request of minidyn's engine; one member is
-// set, or none when the action's JSON does not decode as the request.
-type itemRequest struct {
-	put    *server.PutItemInput
-	update *server.UpdateItemInput
-	del    *server.DeleteItemInput
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (a *transactAction) UnmarshalJSON(b []byte) error {
-	a.raw = append(a.raw[:0], b...)
-	return json.Unmarshal(b, &a.writeAction)
-}
-
-// decodeItemRequest decodes the action's JSON as the single-item request of
-// kind, as minidyn decodes the body of that request.
-func (a *transactAction) decodeItemRequest(kind int) {
-	switch kind {
-	case kindPut:
-		a.item.put = new(server.PutItemInput)
-		a.itemErr = json.Unmarshal(a.raw, a.item.put)
-	case kindUpdate:
-		a.item.update = new(server.UpdateItemInput)
-		a.itemErr = json.Unmarshal(a.raw, a.item.update)
-	default:
-		a.item.del = new(server.DeleteItemInput)
-		a.itemErr = json.Unmarshal(a.raw, a.item.del)
+// itemTransaction is a TransactWriteItems request decoded in one pass
+// with each action as the single-item request that applies it (every
+// member of a Put is a member of PutItem, and so on; minidyn ignores the
+// others). A ConditionCheck is applied as a conditional DeleteItem.
+type itemTransaction struct {
+	ClientRequestToken     *string
+	ReturnConsumedCapacity string
+	TransactItems          []struct {
+		Put                    *server.PutItemInput
+		Update                 *server.UpdateItemInput
+		Delete, ConditionCheck *server.DeleteItemInput
 	}
 }
 
@@ -102,24 +73,38 @@ const (
 	kindConditionCheck
 )
 
-// actionKind returns the kind and the action of a TransactWriteItem, and
-// false unless exactly one of its members is set.
-func actionKind(put, update, del, check *transactAction) (int, *transactAction, bool) {
-	kind, action, n := 0, (*transactAction)(nil), 0
-	for k, a := range [...]*transactAction{put, update, del, check} {
-		if a != nil {
-			kind, action = k, a
+// actionKind returns the kind, the table, the key attributes (or for a
+// Put, the item) and whether ReturnValuesOnConditionCheckFailure is
+// ALL_OLD of the i-th action of t, and false unless exactly one of its
+// members is set.
+func (t *itemTransaction) actionKind(i int) (kind int, table string, attrs map[string]*server.AttributeValue, allOld bool, ok bool) {
+	it := t.TransactItems[i]
+	n := 0
+	if it.Put != nil {
+		kind, table, attrs, allOld = kindPut, aws.ToString(it.Put.TableName), it.Put.Item, it.Put.ReturnValuesOnConditionCheckFailure == returnAllOld
+		n++
+	}
+	if it.Update != nil {
+		kind, table, attrs, allOld = kindUpdate, aws.ToString(it.Update.TableName), it.Update.Key, it.Update.ReturnValuesOnConditionCheckFailure == returnAllOld
+		n++
+	}
+	for _, d := range [...]struct {
+		kind int
+		in   *server.DeleteItemInput
+	}{{kindDelete, it.Delete}, {kindConditionCheck, it.ConditionCheck}} {
+		if d.in != nil {
+			kind, table, attrs, allOld = d.kind, aws.ToString(d.in.TableName), d.in.Key, d.in.ReturnValuesOnConditionCheckFailure == returnAllOld
 			n++
 		}
 	}
-	return kind, action, n == 1
+	return kind, table, attrs, allOld, n == 1
 }
 
 // preparedAction is an action with the item it addresses.
 type preparedAction struct {
 	kind    int
-	a       *transactAction
-	key     map[string]json.RawMessage
+	index   int  // in the request
+	allOld  bool // ReturnValuesOnConditionCheckFailure is ALL_OLD
 	wireKey map[string]*server.AttributeValue
 	old     map[string]*server.AttributeValue // the item before the transaction; nil when absent
 	table   string
@@ -127,14 +112,14 @@ type preparedAction struct {
 
 // applyTransaction applies the TransactWriteItems request req (whose JSON is
 // body) and returns the answer. The caller holds f.mu.
-func (f *front) applyTransaction(ctx context.Context, header http.Header, body []byte, req *transactRequest) *response {
+func (f *front) applyTransaction(ctx context.Context, header http.Header, body []byte, req *itemTransaction) *response {
 	actions, ok := f.prepareTransaction(ctx, req)
 	if !ok {
-		return f.minidynTransaction(ctx, header, body, req)
+		return f.minidynTransaction(ctx, header, body)
 	}
 	for i := range actions {
 		p := &actions[i]
-		err := f.applyAction(ctx, p)
+		err := f.applyAction(ctx, req, p)
 		if err == nil {
 			if p.kind == kindConditionCheck && p.old != nil {
 				// The condition held and the item is deleted: put it back.
@@ -160,19 +145,18 @@ func (f *front) applyTransaction(ctx context.Context, header http.Header, body [
 }
 
 // applyAction sends the action's single-item request to the engine.
-func (f *front) applyAction(ctx context.Context, p *preparedAction) error {
-	a := p.a
-	if a.itemErr != nil {
-		return a.itemErr
-	}
+func (f *front) applyAction(ctx context.Context, req *itemTransaction, p *preparedAction) error {
+	it := req.TransactItems[p.index]
 	var err error
-	switch {
-	case a.item.put != nil:
-		_, err = f.eng.c.PutItem(ctx, a.item.put)
-	case a.item.update != nil:
-		_, err = f.eng.c.UpdateItem(ctx, a.item.update)
+	switch p.kind {
+	case kindPut:
+		_, err = f.eng.putItem(ctx, it.Put)
+	case kindUpdate:
+		_, err = f.eng.updateItem(ctx, it.Update)
+	case kindDelete:
+		_, err = f.eng.c.DeleteItem(ctx, it.Delete)
 	default:
-		_, err = f.eng.c.DeleteItem(ctx, a.item.del)
+		_, err = f.eng.c.DeleteItem(ctx, it.ConditionCheck)
 	}
 	return err
 }
@@ -196,10 +180,15 @@ func conditionFailed(err error) (string, bool) {
 
 // minidynTransaction leaves the request to minidyn's own TransactWriteItems
 // and amends its cancellation reasons.
-func (f *front) minidynTransaction(ctx context.Context, header http.Header, body []byte, req *transactRequest) *response {
+func (f *front) minidynTransaction(ctx context.Context, header http.Header, body []byte) *response {
 	resp := call(ctx, f.inner, "TransactWriteItems", header, body)
 	if resp.errorCode() == codeTransactionCanceled {
-		if err := f.afterTransactionCanceled(ctx, req, resp); err != nil {
+		var req transactRequest
+		err := json.Unmarshal(body, &req)
+		if err == nil {
+			err = f.afterTransactionCanceled(ctx, &req, resp)
+		}
+		if err != nil {
 			return errorResponse(http.StatusInternalServerError, "InternalServerError",
 				"localstack: amending the TransactWriteItems response: "+err.Error())
 		}
@@ -210,34 +199,32 @@ func (f *front) minidynTransaction(ctx context.Context, header http.Header, body
 // prepareTransaction reads the item of every action. It reports false when
 // the request is to be left to minidyn (see the comment at the top of this
 // file).
-func (f *front) prepareTransaction(ctx context.Context, req *transactRequest) ([]preparedAction, bool) {
+func (f *front) prepareTransaction(ctx context.Context, req *itemTransaction) ([]preparedAction, bool) {
 	actions := make([]preparedAction, len(req.TransactItems))
 	seen := make(map[string]struct{}, len(actions))
-	for i, t := range req.TransactItems {
+	for i := range req.TransactItems {
 		p := &actions[i]
+		var attrs map[string]*server.AttributeValue
 		var ok bool
-		p.kind, p.a, ok = actionKind(t.Put, t.Update, t.Delete, t.ConditionCheck)
+		p.index = i
+		p.kind, p.table, attrs, p.allOld, ok = req.actionKind(i)
 		if !ok {
 			return nil, false
 		}
-		if p.a.item == (itemRequest{}) && p.a.itemErr == nil {
-			p.a.decodeItemRequest(p.kind)
-		}
-		p.table = p.a.TableName
 		names, err := f.keyAttributes(ctx, p.table)
 		if err != nil {
 			return nil, false
 		}
-		p.key = p.a.Key
+		p.wireKey = attrs
 		if p.kind == kindPut {
-			p.key = make(map[string]json.RawMessage, len(names))
+			p.wireKey = make(map[string]*server.AttributeValue, len(names))
 			for _, name := range names {
-				if v, ok := p.a.Item[name]; ok {
-					p.key[name] = v
+				if v, ok := attrs[name]; ok {
+					p.wireKey[name] = v
 				}
 			}
 		}
-		id, ok := itemIdentity(p.table, names, p.key)
+		id, ok := itemIdentity(p.table, names, p.wireKey)
 		if !ok {
 			return nil, false
 		}
@@ -245,9 +232,6 @@ func (f *front) prepareTransaction(ctx context.Context, req *transactRequest) ([
 			return nil, false
 		}
 		seen[id] = struct{}{}
-		if p.wireKey, ok = wireKey(p.key); !ok {
-			return nil, false
-		}
 		old, ok := f.readItem(ctx, p.table, p.wireKey)
 		if !ok || typeless(old) {
 			return nil, false
@@ -288,18 +272,14 @@ func (f *front) readItem(ctx context.Context, table string, key map[string]*serv
 // first) joined by ".", each a string, a number as written, or a binary's
 // bytes in Go's %v format. It reports false when key is not exactly the
 // table's key attributes, each a string, number or binary.
-func itemIdentity(table string, names []string, key map[string]json.RawMessage) (string, bool) {
+func itemIdentity(table string, names []string, key map[string]*server.AttributeValue) (string, bool) {
 	if len(key) != len(names) {
 		return "", false
 	}
 	parts := make([]string, len(names))
 	for i, name := range names {
-		var v struct {
-			S, N *string
-			B    *string
-		}
-		raw, ok := key[name]
-		if !ok || json.Unmarshal(raw, &v) != nil {
+		v, ok := key[name]
+		if !ok || v == nil {
 			return "", false
 		}
 		switch {
@@ -308,11 +288,7 @@ func itemIdentity(table string, names []string, key map[string]json.RawMessage) 
 		case v.N != nil && v.S == nil && v.B == nil:
 			parts[i] = *v.N
 		case v.B != nil && v.S == nil && v.N == nil:
-			b, err := base64.StdEncoding.DecodeString(*v.B)
-			if err != nil {
-				return "", false
-			}
-			parts[i] = fmt.Sprintf("%v", b)
+			parts[i] = fmt.Sprintf("%v", v.B)
 		default:
 			return "", false
 		}
@@ -327,7 +303,7 @@ func (f *front) restore(ctx context.Context, actions []preparedAction) error {
 		p := &actions[i]
 		var err error
 		if p.old != nil {
-			_, err = f.eng.c.PutItem(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
+			_, err = f.eng.putItem(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
 		} else {
 			_, err = f.eng.c.DeleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
 		}
@@ -355,7 +331,7 @@ func (f *front) canceled(actions []preparedAction, failed int, message string) *
 	}
 	p := &actions[failed]
 	reasons[failed] = cancellationReason{Code: reasonConditionalCheck, Message: message}
-	if !f.opts.DisableReturnOldItem && p.a.ReturnValuesOnConditionCheckFailure == returnAllOld && p.old != nil {
+	if !f.opts.DisableReturnOldItem && p.allOld && p.old != nil {
 		item, err := json.Marshal(p.old)
 		if err != nil {
 			return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
