@@ -24,6 +24,9 @@ import (
 // decodePut decodes a PutItem request as minidyn does, or returns nil when
 // it does not decode (minidyn then reports the error).
 func (f *front) decodePut(body []byte) *server.PutItemInput {
+	if in, ok := fastDecodePut(body); ok {
+		return in
+	}
 	// Key is no member of PutItem, but the slow path decodes it (as
 	// writeAction does): a body it fails on is left to the slow path.
 	var in struct {

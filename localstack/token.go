@@ -127,8 +127,11 @@ type transactInput struct {
 // decodeTransaction decodes a TransactWriteItems request. It needs no lock.
 func (f *front) decodeTransaction(body []byte) *transactInput {
 	in := new(transactInput)
-	if in.err = json.Unmarshal(body, &in.req); in.err != nil {
-		return in
+	if !fastDecodeTransaction(body, &in.req) {
+		in.req = itemTransaction{}
+		if in.err = json.Unmarshal(body, &in.req); in.err != nil {
+			return in
+		}
 	}
 	if t := in.req.ClientRequestToken; t != nil && !f.opts.DisableClientRequestToken && *t != "" && len(*t) <= maxClientRequestTokenLength {
 		in.digest = requestDigest(body)

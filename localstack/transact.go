@@ -58,11 +58,14 @@ import (
 type itemTransaction struct {
 	ClientRequestToken     *string
 	ReturnConsumedCapacity string
-	TransactItems          []struct {
-		Put                    *server.PutItemInput
-		Update                 *server.UpdateItemInput
-		Delete, ConditionCheck *server.DeleteItemInput
-	}
+	TransactItems          []itemAction
+}
+
+// itemAction is one member of TransactItems.
+type itemAction struct {
+	Put                    *server.PutItemInput
+	Update                 *server.UpdateItemInput
+	Delete, ConditionCheck *server.DeleteItemInput
 }
 
 // Action kinds, in the order of their members in TransactWriteItem.
