@@ -11,7 +11,9 @@ import (
 // handlerClient is an aws.HTTPClient that answers every request with an
 // http.Handler called in the caller's goroutine: the SDK's requests reach
 // the embedded emulator without a socket, a connection pool or a server
-// goroutine. The response is complete when Do returns.
+// goroutine. The response is complete when Do returns. The handler shares
+// the caller's request header and URL and must not change them (the
+// emulator's front only reads them).
 type handlerClient struct {
 	h http.Handler
 }
@@ -25,7 +27,9 @@ func (c handlerClient) Do(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
-	in := req.Clone(req.Context())
+	// A shallow copy, as a transport reads the request without changing
+	// it: the emulator's front reads the headers and never writes them.
+	in := req.WithContext(req.Context())
 	if in.Body == nil {
 		in.Body = http.NoBody
 	}
