@@ -2,15 +2,20 @@ package localstack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/assert"
 	"github.com/truora/minidyn/server"
 )
@@ -160,5 +165,94 @@ func TestWritesKeepTheTableKeyOrderMinidynKeeps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStoredItemIsWhatAConsistentGetItemReturns reads items of every kind
+// of attribute value, absent items and invalid keys both with minidyn's
+// consistent GetItem and directly from the table, and requires the same
+// item (or the same failure), copied: changing the copy leaves the table
+// as it was.
+func TestStoredItemIsWhatAConsistentGetItemReturns(t *testing.T) {
+	f := newFront(newEngine(), resolveOptions(nil))
+	mustServe(t, f, "CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"sk","AttributeType":"N"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"},{"AttributeName":"sk","KeyType":"RANGE"}]}`)
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"},"sk":{"N":"1"},"s":{"S":"x"},"n":{"N":"2.5"},"b":{"B":"AQID"},"t":{"BOOL":true},"z":{"NULL":true},
+		"ss":{"SS":["p","q"]},"ns":{"NS":["1","2"]},"bs":{"BS":["AQ==","Ag=="]},"l":{"L":[{"S":"e"},{"L":[]},{"M":{"k":{"N":"3"}}}]},"m":{"M":{"inner":{"M":{}},"list":{"L":[{"B":"AA=="}]}}}}}`)
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"b"},"sk":{"N":"2"}}}`)
+	ctx := context.Background()
+	s := func(v string) *server.AttributeValue { return &server.AttributeValue{S: &v} }
+	n := func(v string) *server.AttributeValue { return &server.AttributeValue{N: &v} }
+	for _, key := range []map[string]*server.AttributeValue{
+		{"pk": s("a"), "sk": n("1")},
+		{"pk": s("b"), "sk": n("2")},
+		{"pk": s("c"), "sk": n("1")},              // no such item
+		{"pk": s("a")},                            // half a key
+		{"pk": s("a"), "sk": s("1")},              // the wrong type
+		{"pk": s("a"), "sk": n("1"), "x": s("y")}, // more than the key
+	} {
+		got, ok := f.eng.storedItem("t", key)
+		out, err := f.eng.c.GetItem(ctx, &server.GetItemInput{TableName: aws.String("t"), Key: key, ConsistentRead: aws.Bool(true)})
+		if ok != (err == nil) {
+			t.Errorf("key %v: storedItem reports %v, GetItem's error is %v", key, ok, err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		want := out.Item
+		if len(want) == 0 {
+			want = nil
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("key %v: storedItem =\n%#v\nGetItem =\n%#v", key, got, want)
+		}
+		for _, v := range got {
+			if v.S != nil {
+				*v.S = "changed"
+			}
+			if v.L != nil {
+				v.L[0] = nil
+			}
+			if len(v.B) > 0 {
+				v.B[0] = 9
+			}
+		}
+		again, _ := f.eng.storedItem("t", key)
+		if !reflect.DeepEqual(again, want) {
+			t.Errorf("key %v: changing the copy changed the table's item to\n%#v", key, again)
+		}
+	}
+	if _, ok := f.eng.storedItem("missing", map[string]*server.AttributeValue{"pk": s("a"), "sk": n("1")}); ok {
+		t.Error("storedItem of a missing table reports success")
+	}
+}
+
+// TestReadBodyReadsWhatIsThereWhateverTheDeclaredSize reads bodies whose
+// declared size is right, unknown, too small, too large or above the
+// limit, and requires the bytes there are, or the reader's error.
+func TestReadBodyReadsWhatIsThereWhateverTheDeclaredSize(t *testing.T) {
+	const body = `{"TableName":"t"}`
+	for _, c := range []struct {
+		name    string
+		size    int64
+		want    string
+		wantErr bool
+	}{
+		{"exact", int64(len(body)), body, false},
+		{"unknown", -1, body, false},
+		{"zero", 0, body, false},
+		{"declared smaller", 5, body, false},
+		{"declared larger", int64(len(body)) + 10, "", true},
+		{"above the limit", 1 << 40, body, false},
+	} {
+		got, err := readBody(strings.NewReader(body), c.size, 1<<20)
+		if (err != nil) != c.wantErr || string(got) != c.want {
+			t.Errorf("%s: readBody = %q, %v; want %q, error %v", c.name, got, err, c.want, c.wantErr)
+		}
+	}
+	rec := httptest.NewRecorder()
+	_, err := readBody(http.MaxBytesReader(rec, io.NopCloser(strings.NewReader(body)), 4), int64(len(body)), 1<<20)
+	if err == nil {
+		t.Error("readBody read past the MaxBytesReader's limit")
 	}
 }

@@ -155,7 +155,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("X-Amz-Target") == bulkLoadTarget {
 		limit = maxBulkLoadBody
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	if err != nil {
 		errorResponse(http.StatusBadRequest, codeSerialization, "localstack: reading request body: "+err.Error()).writeTo(w)
 		return
@@ -185,6 +185,33 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	resp.writeTo(w)
+}
+
+// readBody reads r to its end. A body whose declared size (ContentLength)
+// is within limit is read into a buffer of that size, which it then fills
+// exactly, instead of the buffers io.ReadAll grows step by step.
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size <= 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	var one [1]byte
+	n, err := r.Read(one[:])
+	if n == 0 && err == io.EOF {
+		return b, nil
+	}
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	// More than declared (a reader that does not enforce ContentLength).
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, one[:n]...), rest...), nil
 }
 
 // decoded holds what the front decoded of a request before taking its

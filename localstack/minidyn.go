@@ -100,6 +100,66 @@ func (e *engine) keepingKeyOrder(table string, write func()) {
 	write()
 }
 
+// storedItem returns the item of table whose key attributes are key as a
+// consistent GetItem of minidyn returns it, copied so that it shares
+// nothing with the table, or nil when there is none. It reports false
+// where that GetItem fails: no such table, or key is not a valid key of
+// it. It reads the table directly, without converting the item twice.
+func (e *engine) storedItem(table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
+	t := e.table(table)
+	if t == nil {
+		return nil, false
+	}
+	k := typesItem(key)
+	if mtypes.ValidateItemMap(k) != nil || t.ValidatePrimaryKeyMap(k) != nil {
+		return nil, false
+	}
+	id, err := t.KeySchema.GetKey(t.AttributesDef, k)
+	if err != nil {
+		return nil, false
+	}
+	item := t.Data[id]
+	if len(item) == 0 {
+		return nil, true
+	}
+	out := make(map[string]*server.AttributeValue, len(item))
+	for name, v := range item {
+		out[name] = copyStored(v)
+	}
+	return out, true
+}
+
+// copyStored converts a stored value to a wire value that shares nothing
+// with it.
+func copyStored(v *mtypes.Item) *server.AttributeValue {
+	if v == nil {
+		return nil
+	}
+	w := &server.AttributeValue{
+		B: cloneBytes(v.B), BOOL: clonePointer(v.BOOL), N: clonePointer(v.N), NULL: clonePointer(v.NULL),
+		S: clonePointer(v.S), SS: cloneStrings(v.SS), NS: cloneStrings(v.NS),
+	}
+	if v.BS != nil {
+		w.BS = make([][]byte, len(v.BS))
+		for i, b := range v.BS {
+			w.BS[i] = cloneBytes(b)
+		}
+	}
+	if v.L != nil {
+		w.L = make([]*server.AttributeValue, len(v.L))
+		for i, e := range v.L {
+			w.L[i] = copyStored(e)
+		}
+	}
+	if v.M != nil {
+		w.M = make(map[string]*server.AttributeValue, len(v.M))
+		for name, e := range v.M {
+			w.M[name] = copyStored(e)
+		}
+	}
+	return w
+}
+
 // indexInfo is what the front needs of one of minidyn's secondary indexes.
 type indexInfo struct {
 	hash, rng string // key attribute names; rng is "" without a sort key

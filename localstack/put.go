@@ -98,12 +98,9 @@ func (f *front) currentWireItem(ctx context.Context, in *server.PutItemInput) (m
 		}
 		key[name] = v
 	}
-	out, err := f.eng.c.GetItem(ctx, &server.GetItemInput{TableName: in.TableName, Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, err
+	item, ok := f.eng.storedItem(*in.TableName, key)
+	if !ok {
+		return nil, fmt.Errorf("the item of table %q cannot be read", *in.TableName)
 	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	return cloneItem(out.Item), nil
+	return item, nil
 }

@@ -235,7 +235,7 @@ func (f *front) prepareTransaction(ctx context.Context, req *itemTransaction) ([
 			return nil, false
 		}
 		seen[id] = struct{}{}
-		old, ok := f.readItem(ctx, p.table, p.wireKey)
+		old, ok := f.readItem(p.table, p.wireKey)
 		if !ok || typeless(old) {
 			return nil, false
 		}
@@ -257,17 +257,11 @@ func wireKey(key map[string]json.RawMessage) (map[string]*server.AttributeValue,
 	return out, true
 }
 
-// readItem reads a copy of an item with a consistent GetItem. It returns
-// nil and true when there is no such item, and false when the read failed.
-func (f *front) readItem(ctx context.Context, table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
-	out, err := f.eng.c.GetItem(ctx, &server.GetItemInput{TableName: &table, Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, false
-	}
-	if len(out.Item) == 0 {
-		return nil, true
-	}
-	return cloneItem(out.Item), true
+// readItem reads a copy of an item as a consistent GetItem returns it. It
+// returns nil and true when there is no such item, and false when the
+// read failed.
+func (f *front) readItem(table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
+	return f.eng.storedItem(table, key)
 }
 
 // itemIdentity returns the string by which minidyn tells items apart: the
