@@ -103,6 +103,13 @@ const maxBulkLoadBody = 1 << 30
 //     before and after a write, and the writes a global secondary index
 //     adds (one to put or remove an entry, two to change its key).
 //
+// Two more are always on. A request with a null attribute value (an item,
+// key or expression attribute value given as JSON null, at any depth),
+// on which minidyn would dereference nil, fails with a ValidationException,
+// as an attribute value without a type does on DynamoDB. A panic while
+// serving a request is answered as an InternalServerError naming it and
+// releases the front's lock, so that the emulator keeps serving.
+//
 // Requests for operations neither the front nor minidyn implement fail with
 // an UnknownOperationException in the DynamoDB JSON error shape (minidyn
 // itself answers them with a plain-text body that the SDK cannot decode).
@@ -172,19 +179,37 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in.transaction = f.decodeTransaction(body)
 	}
 
+	if op != "BulkPutItems" && nullAttributeValue(body) {
+		validationError("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes").writeTo(w)
+		return
+	}
+	f.locked(r.Context(), op, r.Header, body, &in).writeTo(w)
+}
+
+// locked answers a request under f.mu. A panic (minidyn has some on
+// malformed requests) releases the lock and is answered as an
+// InternalServerError naming it, instead of stopping the emulator or
+// leaving it locked for every later request.
+func (f *front) locked(ctx context.Context, op string, header http.Header, body []byte, in *decoded) (resp *response) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			resp = errorResponse(http.StatusInternalServerError, "InternalServerError",
+				fmt.Sprintf("localstack: the embedded emulator failed serving %s: %v", op, p))
+		}
+	}()
 	var m *meter
 	if !f.opts.DisableConsumedCapacity && !in.noCapacity() {
 		m = f.startMeter(op, body)
 	}
 	in.read = -1
-	resp := f.serve(r.Context(), op, r.Header, body, &in)
+	resp = f.serve(ctx, op, header, body, in)
 	f.written(op, body)
 	if m != nil {
 		m.finish(f, resp, in.read)
 	}
-	f.mu.Unlock()
-	resp.writeTo(w)
+	return resp
 }
 
 // readBody reads r to its end. A body whose declared size (ContentLength)

@@ -110,6 +110,11 @@ func (e *engine) storedItem(table string, key map[string]*server.AttributeValue)
 	if t == nil {
 		return nil, false
 	}
+	for _, v := range key {
+		if v == nil {
+			return nil, false // minidyn's GetItem panics on a null key value
+		}
+	}
 	k := typesItem(key)
 	if mtypes.ValidateItemMap(k) != nil || t.ValidatePrimaryKeyMap(k) != nil {
 		return nil, false
@@ -229,6 +234,11 @@ func keyPart(v *mtypes.Item) string {
 // tableKey returns the table key string of item as minidyn spells it, or
 // false when item lacks a key attribute.
 func tableKey(t *core.Table, item map[string]*mtypes.Item) (string, bool) {
+	for _, name := range []string{t.KeySchema.HashKey, t.KeySchema.RangeKey} {
+		if v, ok := item[name]; ok && v == nil {
+			return "", false // minidyn's GetKey panics on a null value
+		}
+	}
 	key, err := t.KeySchema.GetKey(t.AttributesDef, item)
 	return key, err == nil && key != ""
 }

@@ -86,6 +86,9 @@ func (f *front) putItem(ctx context.Context, in *server.PutItemInput) (*response
 // currentWireItem reads the item that the PutItem in replaces, as
 // currentItem does; it returns nil when there is none.
 func (f *front) currentWireItem(ctx context.Context, in *server.PutItemInput) (map[string]*server.AttributeValue, error) {
+	if in.TableName == nil {
+		return nil, errors.New("no TableName")
+	}
 	names, err := f.keyAttributes(ctx, *in.TableName)
 	if err != nil {
 		return nil, err

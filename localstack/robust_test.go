@@ -1,0 +1,95 @@
+package localstack
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestMalformedRequestsGetAnAnswerAndLeaveTheEmulatorServing sends every
+// operation the front answers bodies with members missing, null or of the
+// wrong shape (the mistakes of hand-written clients and of code under
+// test), on a table that exists, and requires an answer for each, never a
+// panic, and the emulator still serving afterwards.
+func TestMalformedRequestsGetAnAnswerAndLeaveTheEmulatorServing(t *testing.T) {
+	ops := []string{"PutItem", "UpdateItem", "DeleteItem", "GetItem", "Query", "Scan", "TransactWriteItems",
+		"TransactGetItems", "BatchWriteItem", "BatchGetItem", "CreateTable", "DescribeTable", "UpdateTable",
+		"DeleteTable", "UpdateTimeToLive", "DescribeTimeToLive", "ListTables"}
+	bodies := []string{
+		`{}`, `null`, `[]`, `"x"`, `{"TableName":null}`, `{"TableName":""}`, `{"TableName":"t"}`, `{"TableName":"missing"}`,
+		`{"ReturnValues":"ALL_OLD","Item":{"pk":{"S":"a"}}}`,
+		`{"ReturnValuesOnConditionCheckFailure":"ALL_OLD","Item":{"pk":{"S":"a"}}}`,
+		`{"ReturnConsumedCapacity":"INDEXES","Item":{"pk":{"S":"a"}}}`,
+		`{"ReturnConsumedCapacity":"TOTAL"}`,
+		`{"TableName":"t","ReturnValues":"ALL_OLD","Item":{"pk":null}}`,
+		`{"TableName":"t","ReturnValuesOnConditionCheckFailure":"ALL_OLD","Item":{}}`,
+		`{"TableName":"t","ReturnConsumedCapacity":"INDEXES","Item":{"pk":{"S":"a"}},"Key":{"pk":{"S":"a"}}}`,
+		`{"TableName":"t","IndexName":"by-v"}`, `{"IndexName":"by-v","KeyConditionExpression":"v = :v"}`,
+		`{"TableName":"t","IndexName":"by-v","KeyConditionExpression":"v = :v","ExpressionAttributeValues":{":v":{"S":"x"}}}`,
+		`{"TableName":"t","IndexName":"by-v","KeyConditionExpression":"v = :v","ExpressionAttributeValues":{":v":{"S":"x"}},"ReturnConsumedCapacity":"TOTAL"}`,
+		`{"TableName":"t","Segment":0,"TotalSegments":2,"ReturnConsumedCapacity":"TOTAL"}`, `{"Segment":0,"TotalSegments":2}`,
+		`{"TableName":"t","ExclusiveStartKey":{"pk":{"S":"zz"}}}`, `{"ExclusiveStartKey":{"pk":{"S":"zz"}}}`,
+		`{"TransactItems":null}`, `{"TransactItems":[null]}`, `{"TransactItems":[{}]}`,
+		`{"TransactItems":[{"Put":{}}]}`, `{"TransactItems":[{"Put":{"Item":{"pk":{"S":"a"}}}}]}`,
+		`{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"a"}},"ConditionExpression":"attribute_exists(pk)","ReturnValuesOnConditionCheckFailure":"ALL_OLD"}}],"ClientRequestToken":"tok","ReturnConsumedCapacity":"INDEXES"}`,
+		`{"TransactItems":[{"Update":{"Key":null}}]}`, `{"TransactItems":[{"Delete":{"TableName":"t"}}]}`, `{"TransactItems":[{"ConditionCheck":{"TableName":"t","Key":{}}}]}`,
+		`{"ClientRequestToken":"tok","TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"b"}}}}]}`,
+		`{"RequestItems":null}`, `{"RequestItems":{"t":null}}`, `{"RequestItems":{"t":[{}]}}`, `{"RequestItems":{"t":[{"PutRequest":{}}]}}`,
+		`{"TimeToLiveSpecification":null}`, `{"TableName":"t","TimeToLiveSpecification":{}}`,
+		`{"TableName":"t","GlobalSecondaryIndexUpdates":[{}]}`, `{"TableName":"t","GlobalSecondaryIndexUpdates":[{"Create":{}}]}`,
+		`{"Limit":0}`, `{"ExclusiveStartTableName":null,"Limit":-1}`,
+		`{"TableName":"t","Key":{"pk":null}}`, `{"TableName":"t","Key":{"pk":null},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":null}}`,
+		`{"TableName":"t","Item":{"pk":{"S":"a"},"m":{"M":{"x":null}}}}`, `{"TableName":"t","Item":{"pk":{"S":"a"},"l":{"L":[null]}}}`,
+		`{"TableName":"t","ExclusiveStartKey":{"pk":null}}`, `{"TableName":"t","ConditionExpression":"v = :v","Item":{"pk":{"S":"a"}},"ExpressionAttributeValues":{":v":null}}`,
+		`{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":null}}}]}`, `{"TransactItems":[{"Get":{"TableName":"t","Key":{"pk":null}}}]}`,
+		`{"RequestItems":{"t":[{"PutRequest":{"Item":{"pk":null}}}]}}`, `{"RequestItems":{"t":{"Keys":[{"pk":null}]}}}`, `{"RequestItems":{"t":{"Keys":[null]}}}`,
+	}
+	f := newFront(newEngine(), resolveOptions(nil))
+	create := `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"v","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"GlobalSecondaryIndexes":[{"IndexName":"by-v","KeySchema":[{"AttributeName":"v","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}]}`
+	for _, op := range ops {
+		for _, body := range bodies {
+			if rec := serveDirect(f, "DescribeTable", `{"TableName":"t"}`); rec.Code != http.StatusOK {
+				mustServe(t, f, "CreateTable", create)
+			}
+			mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"},"v":{"S":"x"}}}`)
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Errorf("%s %s: panic: %v", op, body, p)
+						f.mu.TryLock() // release it below, whoever holds it
+						f.mu.Unlock()
+					}
+				}()
+				rec := serveDirect(f, op, body)
+				if rec.Code == 0 || (rec.Code >= 500 && strings.Contains(rec.Body.String(), "failed serving")) {
+					t.Errorf("%s %s: status %d: %s", op, body, rec.Code, rec.Body)
+				}
+			}()
+			if !f.mu.TryLock() {
+				t.Fatalf("%s %s: the emulator's lock is still held", op, body)
+			}
+			f.mu.Unlock()
+		}
+	}
+	mustServe(t, f, "ListTables", `{}`)
+	// The word null inside a string is no null value.
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"null"},"v":{"S":"null"}}}`)
+}
+
+// TestPanicInTheEngineIsAnInternalServerErrorAndReleasesTheLock serves
+// requests with an engine that panics on every call and requires an
+// InternalServerError naming the failure for each, not a panic, and the
+// front's lock free after each.
+func TestPanicInTheEngineIsAnInternalServerErrorAndReleasesTheLock(t *testing.T) {
+	f := newFront(&engine{}, resolveOptions(nil)) // no minidyn client: every engine call panics
+	for i := range 3 {
+		rec := serveDirect(f, "DescribeTable", `{"TableName":"t"}`)
+		if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "failed serving DescribeTable") {
+			t.Errorf("request %d: status %d: %s", i, rec.Code, rec.Body)
+		}
+		if !f.mu.TryLock() {
+			t.Fatalf("request %d: the lock is still held", i)
+		}
+		f.mu.Unlock()
+	}
+}
