@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -106,9 +107,14 @@ const maxBulkLoadBody = 1 << 30
 // Two more are always on. A request with a null attribute value (an item,
 // key or expression attribute value given as JSON null, at any depth),
 // on which minidyn would dereference nil, fails with a ValidationException,
-// as an attribute value without a type does on DynamoDB. A panic while
-// serving a request is answered as an InternalServerError naming it and
-// releases the front's lock, so that the emulator keeps serving.
+// as an attribute value without a type does on DynamoDB, and a Scan or
+// Query of an index the table does not have fails with DynamoDB's
+// ValidationException for it. A panic while serving a
+// request (minidyn's expression interpreter has some on malformed
+// expressions, such as a function without its argument) is answered as an
+// InternalServerError naming it and saying whether minidyn or the front
+// raised it, and releases the front's lock, so that the emulator keeps
+// serving.
 //
 // Requests for operations neither the front nor minidyn implement fail with
 // an UnknownOperationException in the DynamoDB JSON error shape (minidyn
@@ -195,8 +201,12 @@ func (f *front) locked(ctx context.Context, op string, header http.Header, body 
 	defer f.mu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
+			who := "the embedded emulator's front"
+			if panickedInMinidyn() {
+				who = "minidyn, the embedded emulator's engine,"
+			}
 			resp = errorResponse(http.StatusInternalServerError, "InternalServerError",
-				fmt.Sprintf("localstack: the embedded emulator failed serving %s: %v", op, p))
+				fmt.Sprintf("localstack: %s failed serving %s: %v", who, op, p))
 		}
 	}()
 	var m *meter
@@ -210,6 +220,25 @@ func (f *front) locked(ctx context.Context, op string, header http.Header, body 
 		m.finish(f, resp, in.read)
 	}
 	return resp
+}
+
+// panickedInMinidyn reports, when called by a deferred function during a
+// panic, whether the panic was raised in minidyn's code (the innermost
+// frame outside the Go runtime is minidyn's): minidyn's expression
+// interpreter, for one, indexes past the arguments of a function called
+// with too few ("attribute_exists()").
+func panickedInMinidyn() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
+	for {
+		fr, more := frames.Next()
+		if !strings.HasPrefix(fr.Function, "runtime.") {
+			return strings.HasPrefix(fr.Function, "github.com/truora/minidyn/")
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // readBody reads r to its end. A body whose declared size (ContentLength)

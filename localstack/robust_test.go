@@ -93,3 +93,55 @@ func TestPanicInTheEngineIsAnInternalServerErrorAndReleasesTheLock(t *testing.T)
 		f.mu.Unlock()
 	}
 }
+
+// FuzzFrontServesAnyBody sends a body to one of the operations the front
+// answers and requires an answer that is not a panic of the front's own
+// code (recovered as an InternalServerError that says so). Panics of
+// minidyn's code on malformed expressions are answered as minidyn's
+// failure (TestPanicInMinidynIsAnsweredAsMinidyns).
+func FuzzFrontServesAnyBody(f *testing.F) {
+	ops := []string{"PutItem", "UpdateItem", "DeleteItem", "GetItem", "Query", "Scan", "TransactWriteItems",
+		"BatchWriteItem", "BatchGetItem", "UpdateTimeToLive", "DescribeTimeToLive", "ListTables"}
+	for i, body := range []string{
+		`{"TableName":"t","Item":{"pk":{"S":"a"}},"ReturnValues":"ALL_OLD"}`,
+		`{"TableName":"t","Key":{"pk":{"S":"a"}},"UpdateExpression":"SET v = :v","ExpressionAttributeValues":{":v":{"S":"x"}}}`,
+		`{"TableName":"t","Key":{"pk":{"S":"a"}},"ReturnValuesOnConditionCheckFailure":"ALL_OLD","ConditionExpression":"attribute_not_exists(pk)"}`,
+		`{"TableName":"t","Key":{"pk":{"S":"a"}}}`,
+		`{"TableName":"t","IndexName":"by-v","KeyConditionExpression":"v = :v","ExpressionAttributeValues":{":v":{"S":"x"}},"ReturnConsumedCapacity":"INDEXES"}`,
+		`{"TableName":"t","Segment":1,"TotalSegments":3,"ExclusiveStartKey":{"pk":{"S":"b"}},"Select":"COUNT"}`,
+		`{"ClientRequestToken":"x","TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"a"}}}},{"ConditionCheck":{"TableName":"t","Key":{"pk":{"S":"b"}},"ConditionExpression":"attribute_exists(pk)"}}]}`,
+		`{"RequestItems":{"t":[{"PutRequest":{"Item":{"pk":{"S":"a"}}}},{"DeleteRequest":{"Key":{"pk":{"S":"b"}}}}]}}`,
+		`{"RequestItems":{"t":{"Keys":[{"pk":{"S":"a"}}]}}}`,
+		`{"TableName":"t","TimeToLiveSpecification":{"AttributeName":"exp","Enabled":true}}`,
+		`{"TableName":"t"}`,
+		`{"Limit":1,"ExclusiveStartTableName":"a"}`,
+	} {
+		f.Add(uint8(i), []byte(body))
+	}
+	fr := newFront(newEngine(), resolveOptions(nil))
+	create := `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"},{"AttributeName":"v","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}],"GlobalSecondaryIndexes":[{"IndexName":"by-v","KeySchema":[{"AttributeName":"v","KeyType":"HASH"}],"Projection":{"ProjectionType":"ALL"}}]}`
+	if rec := serveDirect(fr, "CreateTable", create); rec.Code != http.StatusOK {
+		f.Fatal(rec.Body)
+	}
+	f.Fuzz(func(t *testing.T, op uint8, body []byte) {
+		name := ops[int(op)%len(ops)]
+		rec := serveDirect(fr, name, string(body))
+		if rec.Code == http.StatusInternalServerError && strings.Contains(rec.Body.String(), "front failed serving") {
+			t.Fatalf("%s %q: %s", name, body, rec.Body)
+		}
+	})
+}
+
+// TestPanicInMinidynIsAnsweredAsMinidyns sends a condition minidyn's
+// interpreter panics on (a function without its argument) and requires
+// an InternalServerError that names minidyn, and the emulator serving
+// afterwards.
+func TestPanicInMinidynIsAnsweredAsMinidyns(t *testing.T) {
+	f := newFront(newEngine(), resolveOptions(nil))
+	mustServe(t, f, "CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`)
+	rec := serveDirect(f, "DeleteItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},"ConditionExpression":"attribute_exists()"}`)
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "minidyn, the embedded emulator's engine, failed serving DeleteItem") {
+		t.Errorf("status %d: %s", rec.Code, rec.Body)
+	}
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}}}`)
+}

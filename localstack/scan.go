@@ -27,6 +27,9 @@ const keyListLimit = 1000
 // a parallel Scan itself (see segmentScan) and passes everything else to
 // minidyn, amending the counts of the response (see afterSearch).
 func (f *front) search(ctx context.Context, op string, header http.Header, body []byte, in *decoded) *response {
+	if resp := f.missingIndex(body); resp != nil {
+		return resp
+	}
 	if op == "Query" && !f.minidynIndexQuery {
 		if resp, read := f.indexQuery(body); resp != nil {
 			in.read = read
@@ -51,6 +54,24 @@ func (f *front) search(ctx context.Context, op string, header http.Header, body 
 		}
 	}
 	return resp
+}
+
+// missingIndex returns DynamoDB's ValidationException for a Scan or Query
+// that names an index the table does not have (minidyn dereferences the
+// missing index), or nil.
+func (f *front) missingIndex(body []byte) *response {
+	var req struct{ TableName, IndexName *string }
+	if json.Unmarshal(body, &req) != nil || req.TableName == nil || req.IndexName == nil {
+		return nil
+	}
+	t := f.eng.table(*req.TableName)
+	if t == nil {
+		return nil
+	}
+	if _, ok := indexOf(t, *req.IndexName); !ok {
+		return validationError("The table does not have the specified index: %s", *req.IndexName)
+	}
+	return nil
 }
 
 // holdStartKey makes a Scan or Query resume after its ExclusiveStartKey
