@@ -2,6 +2,7 @@ package localstack
 
 import (
 	"encoding/base64"
+	"slices"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/server"
@@ -165,63 +166,51 @@ func once(seen *uint32, bit uint32) bool {
 	return true
 }
 
+// valueMembers are the members of an attribute value; value marks the
+// i-th as seen with bit i.
+var valueMembers = [...]string{"S", "N", "B", "BOOL", "NULL", "SS", "NS", "BS", "L", "M"}
+
 // value reads an attribute value.
 func (d *wireDecoder) value() (*server.AttributeValue, bool) {
 	v := new(server.AttributeValue)
 	var seen uint32
 	ok := d.object(func(name string) bool {
+		i := slices.Index(valueMembers[:], name)
+		if i < 0 || !once(&seen, 1<<i) {
+			return false
+		}
 		var ok bool
 		switch name {
 		case "S":
-			if ok = once(&seen, 1<<0); ok {
-				v.S, ok = d.strPtr()
-			}
+			v.S, ok = d.strPtr()
 		case "N":
-			if ok = once(&seen, 1<<1); ok {
-				v.N, ok = d.strPtr()
-			}
+			v.N, ok = d.strPtr()
 		case "B":
-			if ok = once(&seen, 1<<2); ok {
-				v.B, ok = d.binary()
-			}
+			v.B, ok = d.binary()
 		case "BOOL":
-			if ok = once(&seen, 1<<3); ok {
-				v.BOOL, ok = d.boolean()
-			}
+			v.BOOL, ok = d.boolean()
 		case "NULL":
-			if ok = once(&seen, 1<<4); ok {
-				v.NULL, ok = d.boolean()
-			}
+			v.NULL, ok = d.boolean()
 		case "SS":
-			if ok = once(&seen, 1<<5); ok {
-				v.SS, ok = d.strings()
-			}
+			v.SS, ok = d.strings()
 		case "NS":
-			if ok = once(&seen, 1<<6); ok {
-				v.NS, ok = d.strings()
-			}
+			v.NS, ok = d.strings()
 		case "BS":
-			if ok = once(&seen, 1<<7); ok {
-				v.BS = [][]byte{}
-				ok = d.array(func() bool {
-					b, ok := d.binary()
-					v.BS = append(v.BS, b)
-					return ok
-				})
-			}
+			v.BS = [][]byte{}
+			ok = d.array(func() bool {
+				b, ok := d.binary()
+				v.BS = append(v.BS, b)
+				return ok
+			})
 		case "L":
-			if ok = once(&seen, 1<<8); ok {
-				v.L = []*server.AttributeValue{}
-				ok = d.array(func() bool {
-					e, ok := d.value()
-					v.L = append(v.L, e)
-					return ok
-				})
-			}
+			v.L = []*server.AttributeValue{}
+			ok = d.array(func() bool {
+				e, ok := d.value()
+				v.L = append(v.L, e)
+				return ok
+			})
 		case "M":
-			if ok = once(&seen, 1<<9); ok {
-				v.M, ok = d.values()
-			}
+			v.M, ok = d.values()
 		}
 		return ok
 	})
