@@ -11,7 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/truora/minidyn/core"
 	"github.com/truora/minidyn/server"
+	mtypes "github.com/truora/minidyn/types"
 )
 
 // engine serves minidyn's engine (a server.Client) over the DynamoDB JSON
@@ -22,7 +25,8 @@ import (
 // encoding each step as JSON for minidyn to decode again and decoding
 // minidyn's JSON answer.
 type engine struct {
-	c *server.Client
+	c     *server.Client
+	conds conditionCache
 }
 
 func newEngine() *engine {
@@ -37,6 +41,52 @@ func newEngine() *engine {
 func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *server.PutItemOutput, err error) {
 	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.PutItem(ctx, in) })
 	return out, err
+}
+
+// put applies the PutItem in as putItem does and returns the error
+// putItem returns, without putItem's output (minidyn's copy of the new
+// item, which the front never answers with). It converts the item once and
+// writes it to minidyn's table directly, and evaluates a condition without
+// minidyn's interpreter where that gives the interpreter's answer (see
+// holds); anything else it leaves to putItem.
+func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
+	name := aws.ToString(in.TableName)
+	t := e.table(name)
+	if t == nil || len(in.Expected) > 0 || in.ConditionalOperator != "" ||
+		in.ConditionExpression == nil && (len(in.ExpressionAttributeNames) > 0 || len(in.ExpressionAttributeValues) > 0) {
+		_, err := e.putItem(ctx, in)
+		return err
+	}
+	item := typesItem(in.Item)
+	if in.ConditionExpression != nil {
+		held, ok := e.holds(t, in, item)
+		switch {
+		case !ok:
+			_, err := e.putItem(ctx, in)
+			return err
+		case !held:
+			return &ddbtypes.ConditionalCheckFailedException{Message: aws.String(core.ErrConditionalRequestFailed.Error())}
+		}
+	}
+	var err error
+	e.keepingKeyOrder(name, func() { _, err = t.Put(&mtypes.PutItemInput{TableName: in.TableName, Item: item}) })
+	return minidynError(err)
+}
+
+// minidynError is the error minidyn's server returns for the error err of
+// its engine (its mapping of the engine's errors to the SDK's).
+func minidynError(err error) error {
+	me, ok := errors.AsType[mtypes.Error](err)
+	if !ok {
+		return err
+	}
+	switch me.Code() {
+	case "ConditionalCheckFailedException":
+		return &ddbtypes.ConditionalCheckFailedException{Message: aws.String(me.Message())}
+	case "ResourceNotFoundException":
+		return &ddbtypes.ResourceNotFoundException{Message: aws.String(me.Message())}
+	}
+	return &smithy.GenericAPIError{Code: me.Code(), Message: me.Message()}
 }
 
 // updateItem is minidyn's UpdateItem with the table's key order kept by

@@ -189,6 +189,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		validationError("Supplied AttributeValue is empty, must contain exactly one of the supported datatypes").writeTo(w)
 		return
 	}
+	if p, n, ok := chainedName(body, &in); ok {
+		chainedNameError(p, n).writeTo(w)
+		return
+	}
 	f.locked(r.Context(), op, r.Header, body, &in).writeTo(w)
 }
 

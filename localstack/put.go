@@ -51,7 +51,7 @@ func (f *front) putItem(ctx context.Context, in *server.PutItemInput) (*response
 			return nil, false
 		}
 	}
-	_, err := f.eng.putItem(ctx, in)
+	err := f.eng.put(ctx, in)
 	switch {
 	case err == nil && in.ReturnValues == returnAllOld && old != nil:
 		return jsonResponse(struct {

@@ -145,3 +145,37 @@ func TestPanicInMinidynIsAnsweredAsMinidyns(t *testing.T) {
 	}
 	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}}}`)
 }
+
+// TestPlaceholderNamingAPlaceholderIsRefused sends every operation that
+// takes ExpressionAttributeNames a name that is itself a placeholder of
+// the map ({"#a": "#a"}, and a two-step cycle through a document path).
+// minidyn resolves such names again without end: the stack overflow ended
+// the test process. The front answers a ValidationException naming the
+// entry, and serves on.
+func TestPlaceholderNamingAPlaceholderIsRefused(t *testing.T) {
+	f := NewHandler()
+	mustServe(t, f, "CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`)
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"},"v":{"S":"x"}}}`)
+	for _, names := range []string{`{"#a":"#a"}`, `{"#b":"x","#a":"m.#c","#c":"#a"}`} {
+		cond := `"ConditionExpression":"#a = :v","ExpressionAttributeNames":` + names + `,"ExpressionAttributeValues":{":v":{"S":"x"}}`
+		for _, r := range []struct{ op, body string }{
+			{"PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},` + cond + `}`},
+			{"DeleteItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},` + cond + `}`},
+			{"UpdateItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},"UpdateExpression":"SET #a = :v","ExpressionAttributeNames":` + names + `,"ExpressionAttributeValues":{":v":{"S":"x"}}}`},
+			{"GetItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},"ProjectionExpression":"#a","ExpressionAttributeNames":` + names + `}`},
+			{"Scan", `{"TableName":"t","FilterExpression":"#a = :v","ExpressionAttributeNames":` + names + `,"ExpressionAttributeValues":{":v":{"S":"x"}}}`},
+			{"Query", `{"TableName":"t","KeyConditionExpression":"pk = :v","FilterExpression":"#a = :v","ExpressionAttributeNames":` + names + `,"ExpressionAttributeValues":{":v":{"S":"x"}}}`},
+			{"BatchGetItem", `{"RequestItems":{"t":{"Keys":[{"pk":{"S":"a"}}],"ProjectionExpression":"#a","ExpressionAttributeNames":` + names + `}}}`},
+			{"TransactGetItems", `{"TransactItems":[{"Get":{"TableName":"t","Key":{"pk":{"S":"a"}},"ProjectionExpression":"#a","ExpressionAttributeNames":` + names + `}}]}`},
+			{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"b"}},` + cond + `}}]}`},
+			{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"c"}}}},{"ConditionCheck":{"TableName":"t","Key":{"pk":{"S":"a"}},` + cond + `}}]}`},
+		} {
+			rec := serveDirect(f, r.op, r.body)
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "ValidationException") ||
+				!strings.Contains(rec.Body.String(), "ExpressionAttributeNames maps #a to") {
+				t.Errorf("%s with names %s: %d %s; want a ValidationException naming #a", r.op, names, rec.Code, rec.Body)
+			}
+		}
+	}
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},"ConditionExpression":"#a = :v","ExpressionAttributeNames":{"#a":"v"},"ExpressionAttributeValues":{":v":{"S":"x"}}}`)
+}

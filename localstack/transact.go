@@ -153,7 +153,7 @@ func (f *front) applyAction(ctx context.Context, req *itemTransaction, p *prepar
 	var err error
 	switch p.kind {
 	case kindPut:
-		_, err = f.eng.putItem(ctx, it.Put)
+		err = f.eng.put(ctx, it.Put)
 	case kindUpdate:
 		_, err = f.eng.updateItem(ctx, it.Update)
 	case kindDelete:
@@ -300,7 +300,7 @@ func (f *front) restore(ctx context.Context, actions []preparedAction) error {
 		p := &actions[i]
 		var err error
 		if p.old != nil {
-			_, err = f.eng.putItem(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
+			err = f.eng.put(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
 		} else {
 			_, err = f.eng.c.DeleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
 		}
