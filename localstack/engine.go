@@ -27,6 +27,10 @@ import (
 type engine struct {
 	c     *server.Client
 	conds conditionCache
+	// pending holds, by table, the keys of items that the engine's writes
+	// added and that are not yet in the table's sorted key list (see
+	// keepingKeyOrder).
+	pending map[*core.Table][]string
 }
 
 func newEngine() *engine {
@@ -39,6 +43,7 @@ func newEngine() *engine {
 // putItem is minidyn's PutItem with the table's key order kept by
 // insertion (see keepingKeyOrder).
 func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *server.PutItemOutput, err error) {
+	e.sortKeys()
 	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.PutItem(ctx, in) })
 	return out, err
 }
@@ -92,12 +97,21 @@ func minidynError(err error) error {
 // updateItem is minidyn's UpdateItem with the table's key order kept by
 // insertion (see keepingKeyOrder).
 func (e *engine) updateItem(ctx context.Context, in *server.UpdateItemInput) (out *server.UpdateItemOutput, err error) {
+	e.sortKeys()
 	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.UpdateItem(ctx, in) })
 	return out, err
 }
 
+// deleteItem is minidyn's DeleteItem, which removes the item's key from
+// the table's sorted list.
+func (e *engine) deleteItem(ctx context.Context, in *server.DeleteItemInput) (*server.DeleteItemOutput, error) {
+	e.sortKeys()
+	return e.c.DeleteItem(ctx, in)
+}
+
 // ServeHTTP implements http.Handler as server.Server does.
 func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	e.sortKeys()
 	if r.Method != http.MethodPost {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
@@ -122,7 +136,7 @@ func (e *engine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "PutItem":
 		serveDecoded(w, r.Body, e.putItem)
 	case "DeleteItem":
-		serveDecoded(w, r.Body, c.DeleteItem)
+		serveDecoded(w, r.Body, e.deleteItem)
 	case "UpdateItem":
 		serveDecoded(w, r.Body, e.updateItem)
 	case "GetItem":

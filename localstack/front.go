@@ -213,6 +213,9 @@ func (f *front) locked(ctx context.Context, op string, header http.Header, body 
 				fmt.Sprintf("localstack: %s failed serving %s: %v", who, op, p))
 		}
 	}()
+	if op != "PutItem" && op != "TransactWriteItems" {
+		f.eng.sortKeys() // the engine's writes may have set keys aside
+	}
 	var m *meter
 	if !f.opts.DisableConsumedCapacity && !in.noCapacity() {
 		m = f.startMeter(op, body)

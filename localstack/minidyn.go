@@ -3,7 +3,6 @@ package localstack
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"sort"
 	"unsafe"
 
@@ -72,14 +71,15 @@ func (e *engine) tables() map[string]*core.Table {
 func (e *engine) table(name string) *core.Table { return e.tables()[name] }
 
 // keepingKeyOrder runs write, a single PutItem or UpdateItem on table,
-// keeping the table's sorted list of item keys (minidyn's order of Scan
-// and Query results) in O(log N) comparisons: minidyn appends a new item's
-// key to the list and sorts the whole list again, O(N) comparisons of
-// long keys for every item a table gains. The list is set aside while
-// write runs, so that minidyn appends to and sorts a list of at most the
-// one key write adds, which is then inserted at its place. Neither write
-// reads the list or removes from it; a write that panics leaves the list
-// as it was, with the key it added, if any.
+// without minidyn's cost of keeping the table's sorted list of item keys
+// (minidyn's order of Scan and Query results): minidyn appends a new
+// item's key to the list and sorts the whole list again, and even an
+// insertion at its place moves half the list, on every item a table
+// gains. The list is set aside while write runs, so that minidyn appends
+// to and sorts a list of at most the one key write adds, which is then
+// kept aside, unsorted, until something reads the list (see sortKeys).
+// Neither write reads the list or removes from it; a write that panics
+// leaves the list as it was, and the key it added, if any, aside.
 func (e *engine) keepingKeyOrder(table string, write func()) {
 	t := e.table(table)
 	if t == nil {
@@ -89,15 +89,38 @@ func (e *engine) keepingKeyOrder(table string, write func()) {
 	keys := t.SortedKeys
 	t.SortedKeys = nil
 	defer func() {
-		added := t.SortedKeys
-		t.SortedKeys = keys
-		for _, k := range added {
-			if i, found := slices.BinarySearch(t.SortedKeys, k); !found {
-				t.SortedKeys = slices.Insert(t.SortedKeys, i, k)
+		if added := t.SortedKeys; len(added) > 0 {
+			if e.pending == nil {
+				e.pending = make(map[*core.Table][]string)
 			}
+			e.pending[t] = append(e.pending[t], added...)
 		}
+		t.SortedKeys = keys
 	}()
 	write()
+}
+
+// sortKeys merges the keys that writes set aside into their tables'
+// sorted lists, in time proportional to the list and the keys added
+// since. Everything that reads a list, minidyn's operations but the
+// engine's single-item writes, and the front's own readers, calls it
+// first; the front calls it before every request but PutItem and
+// TransactWriteItems.
+func (e *engine) sortKeys() {
+	for t, added := range e.pending {
+		sort.Strings(added)
+		merged := make([]string, 0, len(t.SortedKeys)+len(added))
+		old := t.SortedKeys
+		for len(old) > 0 && len(added) > 0 {
+			if old[0] <= added[0] {
+				merged, old = append(merged, old[0]), old[1:]
+			} else {
+				merged, added = append(merged, added[0]), added[1:]
+			}
+		}
+		t.SortedKeys = append(append(merged, old...), added...)
+	}
+	clear(e.pending)
 }
 
 // storedItem returns the item of table whose key attributes are key as a

@@ -157,9 +157,9 @@ func (f *front) applyAction(ctx context.Context, req *itemTransaction, p *prepar
 	case kindUpdate:
 		_, err = f.eng.updateItem(ctx, it.Update)
 	case kindDelete:
-		_, err = f.eng.c.DeleteItem(ctx, it.Delete)
+		_, err = f.eng.deleteItem(ctx, it.Delete)
 	default:
-		_, err = f.eng.c.DeleteItem(ctx, it.ConditionCheck)
+		_, err = f.eng.deleteItem(ctx, it.ConditionCheck)
 	}
 	return err
 }
@@ -302,7 +302,7 @@ func (f *front) restore(ctx context.Context, actions []preparedAction) error {
 		if p.old != nil {
 			err = f.eng.put(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
 		} else {
-			_, err = f.eng.c.DeleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
+			_, err = f.eng.deleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
 		}
 		if err != nil {
 			return fmt.Errorf("restoring the item of action %d: %w", i, err)
