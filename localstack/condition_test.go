@@ -336,10 +336,11 @@ func FuzzConditionAgreesWithMinidyn(f *testing.F) {
 	})
 }
 
-// TestPutAgreesWithMinidynsPutItem applies 3,000 seeded conditional
-// PutItems to two engines holding the same item: one with the engine's
-// own path (the front's), one with minidyn's PutItem. Their errors and
-// the tables after each are the same.
+// TestPutAgreesWithMinidynsPutItem applies 3,000 seeded PutItems, most of
+// them conditional, some with values minidyn refuses, to two engines
+// holding the same item: one with the engine's own path (the front's),
+// one with minidyn's PutItem. Their errors and the tables after each are
+// the same.
 func TestPutAgreesWithMinidynsPutItem(t *testing.T) {
 	ctx := context.Background()
 	g := &condGen{rnd: rand.New(rand.NewPCG(3, 5))}
@@ -384,7 +385,22 @@ func TestPutAgreesWithMinidynsPutItem(t *testing.T) {
 			in.ExpressionAttributeValues = nil
 		}
 		_, native := c.native()
-		if native {
+		if g.pick(4) == 0 {
+			// Unconditional, sometimes with a value minidyn refuses or
+			// without a valid key.
+			in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = nil, nil, nil
+			native = true
+			switch g.pick(7) {
+			case 0, 1:
+				in.Item["w"] = wireFromTypes(map[string]*mtypes.Item{"w": g.value()})["w"]
+			case 4:
+				in.Item["w"] = &server.AttributeValue{SS: []*string{aws.String("a"), aws.String("a")}}
+			case 2:
+				delete(in.Item, "pk")
+			case 3:
+				in.Item["pk"] = &server.AttributeValue{N: aws.String("1")}
+			}
+		} else if native {
 			conditional++
 		}
 		err := recovered(func() error { return ours.put(ctx, in) })

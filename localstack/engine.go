@@ -73,9 +73,26 @@ func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
 			return &ddbtypes.ConditionalCheckFailedException{Message: aws.String(core.ErrConditionalRequestFailed.Error())}
 		}
 	}
-	var err error
-	e.keepingKeyOrder(name, func() { _, err = t.Put(&mtypes.PutItemInput{TableName: in.TableName, Item: item}) })
-	return minidynError(err)
+	if len(t.Indexes) > 0 {
+		var err error
+		e.keepingKeyOrder(name, func() { _, err = t.Put(&mtypes.PutItemInput{TableName: in.TableName, Item: item}) })
+		return minidynError(err)
+	}
+	// What minidyn's Table.Put does for an unconditional write to a table
+	// without secondary indexes, without copying item again: validate it,
+	// compute its key, store it.
+	if err := mtypes.ValidateItemMap(item); err != nil {
+		return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
+	}
+	key, err := t.KeySchema.GetKey(t.AttributesDef, item)
+	if err != nil {
+		return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
+	}
+	if _, exists := t.Data[key]; !exists {
+		e.setAside(t, key)
+	}
+	t.Data[key] = item
+	return nil
 }
 
 // minidynError is the error minidyn's server returns for the error err of

@@ -89,15 +89,21 @@ func (e *engine) keepingKeyOrder(table string, write func()) {
 	keys := t.SortedKeys
 	t.SortedKeys = nil
 	defer func() {
-		if added := t.SortedKeys; len(added) > 0 {
-			if e.pending == nil {
-				e.pending = make(map[*core.Table][]string)
-			}
-			e.pending[t] = append(e.pending[t], added...)
+		for _, k := range t.SortedKeys {
+			e.setAside(t, k)
 		}
 		t.SortedKeys = keys
 	}()
 	write()
+}
+
+// setAside keeps the key of an item added to t aside, until sortKeys
+// merges it into t's sorted list.
+func (e *engine) setAside(t *core.Table, key string) {
+	if e.pending == nil {
+		e.pending = make(map[*core.Table][]string)
+	}
+	e.pending[t] = append(e.pending[t], key)
 }
 
 // sortKeys merges the keys that writes set aside into their tables'
