@@ -173,9 +173,17 @@ type condParser struct {
 	values map[string]bool
 }
 
+// maxConditionLength is DynamoDB's limit on an expression's length, in
+// bytes; a longer one is left to minidyn (which DynamoDB would refuse),
+// so that the parser's recursion stays shallow.
+const maxConditionLength = 4096
+
 // compileCondition compiles expr, or returns nil when it is outside the
 // grammar.
 func compileCondition(expr string) *condition {
+	if len(expr) > maxConditionLength {
+		return nil
+	}
 	toks, ok := lexCondition(expr)
 	if !ok || len(toks) == 0 {
 		return nil

@@ -438,3 +438,16 @@ func errorCode(err error) string {
 	}
 	return ""
 }
+
+// TestConditionLongerThanDynamoDBsLimitIsLeftToMinidyn: an expression
+// over 4 KB, nested a thousand parentheses deep, is not compiled.
+func TestConditionLongerThanDynamoDBsLimitIsLeftToMinidyn(t *testing.T) {
+	within := strings.Repeat("(", 1000) + "attribute_exists(a)" + strings.Repeat(")", 1000)
+	if compileCondition(within) == nil {
+		t.Fatalf("a %d-byte expression is not compiled", len(within))
+	}
+	beyond := strings.Repeat("(", 3000) + "attribute_exists(a)" + strings.Repeat(")", 3000)
+	if compileCondition(beyond) != nil {
+		t.Errorf("a %d-byte expression is compiled", len(beyond))
+	}
+}

@@ -40,10 +40,9 @@ func newEngine() *engine {
 	return &engine{c: server.NewClient()}
 }
 
-// putItem is minidyn's PutItem with the table's key order kept by
-// insertion (see keepingKeyOrder).
+// putItem is minidyn's PutItem without minidyn's cost of keeping the
+// table's key order (see keepingKeyOrder).
 func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *server.PutItemOutput, err error) {
-	e.sortKeys()
 	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.PutItem(ctx, in) })
 	return out, err
 }
@@ -111,16 +110,16 @@ func minidynError(err error) error {
 	return &smithy.GenericAPIError{Code: me.Code(), Message: me.Message()}
 }
 
-// updateItem is minidyn's UpdateItem with the table's key order kept by
-// insertion (see keepingKeyOrder).
+// updateItem is minidyn's UpdateItem without minidyn's cost of keeping
+// the table's key order (see keepingKeyOrder).
 func (e *engine) updateItem(ctx context.Context, in *server.UpdateItemInput) (out *server.UpdateItemOutput, err error) {
-	e.sortKeys()
 	e.keepingKeyOrder(aws.ToString(in.TableName), func() { out, err = e.c.UpdateItem(ctx, in) })
 	return out, err
 }
 
-// deleteItem is minidyn's DeleteItem, which removes the item's key from
-// the table's sorted list.
+// deleteItem is minidyn's DeleteItem, once the keys set aside are merged
+// into their tables' sorted lists (see sortKeys): minidyn removes the
+// item's key from its table's list by binary search.
 func (e *engine) deleteItem(ctx context.Context, in *server.DeleteItemInput) (*server.DeleteItemOutput, error) {
 	e.sortKeys()
 	return e.c.DeleteItem(ctx, in)

@@ -108,10 +108,12 @@ func (e *engine) setAside(t *core.Table, key string) {
 
 // sortKeys merges the keys that writes set aside into their tables'
 // sorted lists, in time proportional to the list and the keys added
-// since. Everything that reads a list, minidyn's operations but the
-// engine's single-item writes, and the front's own readers, calls it
-// first; the front calls it before every request but PutItem and
-// TransactWriteItems.
+// since. Whatever reads or removes from a list calls it first: the
+// engine before minidyn's DeleteItem and before every request it serves
+// through minidyn's handler, and the front before every request but
+// PutItem and TransactWriteItems (which read no list; their deletes go
+// through the engine). minidyn's PutItem and UpdateItem only add to a
+// list, which keepingKeyOrder sets aside.
 func (e *engine) sortKeys() {
 	for t, added := range e.pending {
 		sort.Strings(added)
