@@ -21,8 +21,9 @@ import (
 // attempts records the key of every call the server receives, before the
 // idempotency interceptor.
 type attempts struct {
-	mu   sync.Mutex
-	keys []string
+	mu     sync.Mutex
+	keys   []string
+	failed int // attempts answered with an error
 }
 
 func (a *attempts) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
@@ -30,7 +31,20 @@ func (a *attempts) intercept(ctx context.Context, req any, info *grpc.UnaryServe
 	a.mu.Lock()
 	a.keys = append(a.keys, md.Get(idemgrpc.KeyMetadata)...)
 	a.mu.Unlock()
-	return next(ctx, req)
+	resp, err := next(ctx, req)
+	if err != nil {
+		a.mu.Lock()
+		a.failed++
+		a.mu.Unlock()
+	}
+	return resp, err
+}
+
+// refused returns how many attempts have been answered with an error.
+func (a *attempts) refused() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
 }
 
 func (a *attempts) seen() []string {
@@ -101,7 +115,10 @@ func TestClientRetriesAnInFlightCallUntilItsFirstCopyCompletes(t *testing.T) {
 		o.MaxAttempts = 100
 	})))
 	go func() {
-		for len(seen.seen()) < 3 { // the first copy and two refused attempts
+		// Two attempts answered as in flight: an attempt that has only
+		// arrived may still reach the guard after the release, and be
+		// answered with the replay.
+		for seen.refused() < 2 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		release()
