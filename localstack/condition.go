@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/truora/minidyn/core"
 	"github.com/truora/minidyn/interpreter/language"
 	"github.com/truora/minidyn/server"
 	mtypes "github.com/truora/minidyn/types"
@@ -554,30 +553,20 @@ func (env *condEnv) operand(o operand) *mtypes.Item {
 	return env.item[env.attribute(o)]
 }
 
-// holds evaluates the ConditionExpression of the PutItem in, whose item
-// converted is item, against the item it replaces in t, after the checks
-// minidyn's PutItem makes before it (item, values, key). It reports false
-// when the answer is to be left to minidyn's interpreter.
-func (e *engine) holds(t *core.Table, in *server.PutItemInput, item map[string]*mtypes.Item) (held, ok bool) {
+// boundCondition returns the compiled ConditionExpression of the PutItem
+// in, bound to its names and values (see bind), and the values converted;
+// nil when the condition is left to minidyn's interpreter.
+func (e *engine) boundCondition(in *server.PutItemInput) (*condition, map[string]*mtypes.Item) {
 	if *in.ConditionExpression == "" {
-		return false, false
+		return nil, nil
 	}
 	cond := e.conds.get(*in.ConditionExpression)
 	if cond == nil {
-		return false, false
+		return nil, nil
 	}
 	values := typesItem(in.ExpressionAttributeValues)
-	if !cond.bind(in.ExpressionAttributeNames, values) ||
-		mtypes.ValidateItemMap(item) != nil || mtypes.ValidateItemMap(values) != nil {
-		return false, false
+	if !cond.bind(in.ExpressionAttributeNames, values) {
+		return nil, nil
 	}
-	key, ok := tableKey(t, item)
-	if !ok {
-		return false, false
-	}
-	stored := t.Data[key]
-	if !storedConvertible(stored) {
-		return false, false
-	}
-	return cond.root.eval(&condEnv{item: stored, names: in.ExpressionAttributeNames, values: values})
+	return cond, values
 }

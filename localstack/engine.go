@@ -52,7 +52,8 @@ func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *ser
 // item, which the front never answers with). It converts the item once and
 // writes it to minidyn's table directly, and evaluates a condition without
 // minidyn's interpreter where that gives the interpreter's answer (see
-// holds); anything else it leaves to putItem.
+// boundCondition and storedConvertible); anything else it leaves to
+// putItem.
 func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
 	name := aws.ToString(in.TableName)
 	t := e.table(name)
@@ -62,8 +63,31 @@ func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
 		return err
 	}
 	item := typesItem(in.Item)
+	var cond *condition
+	var values map[string]*mtypes.Item
 	if in.ConditionExpression != nil {
-		held, ok := e.holds(t, in, item)
+		if cond, values = e.boundCondition(in); cond == nil {
+			_, err := e.putItem(ctx, in)
+			return err
+		}
+	}
+	// minidyn's Table.Put's checks, in its order (its server's checks of
+	// the placeholders pass: a bound condition uses exactly the request's).
+	for _, m := range []map[string]*mtypes.Item{item, values} {
+		if err := mtypes.ValidateItemMap(m); err != nil {
+			return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
+		}
+	}
+	key, err := t.KeySchema.GetKey(t.AttributesDef, item)
+	if err != nil {
+		return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
+	}
+	if cond != nil {
+		stored := t.Data[key]
+		held, ok := false, storedConvertible(stored)
+		if ok {
+			held, ok = cond.root.eval(&condEnv{item: stored, names: in.ExpressionAttributeNames, values: values})
+		}
 		switch {
 		case !ok:
 			_, err := e.putItem(ctx, in)
@@ -73,20 +97,11 @@ func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
 		}
 	}
 	if len(t.Indexes) > 0 {
-		var err error
 		e.keepingKeyOrder(name, func() { _, err = t.Put(&mtypes.PutItemInput{TableName: in.TableName, Item: item}) })
 		return minidynError(err)
 	}
-	// What minidyn's Table.Put does for an unconditional write to a table
-	// without secondary indexes, without copying item again: validate it,
-	// compute its key, store it.
-	if err := mtypes.ValidateItemMap(item); err != nil {
-		return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
-	}
-	key, err := t.KeySchema.GetKey(t.AttributesDef, item)
-	if err != nil {
-		return &smithy.GenericAPIError{Code: "ValidationException", Message: err.Error()}
-	}
+	// What minidyn's Table.Put then does for a table without secondary
+	// indexes, without copying item again: store it.
 	if _, exists := t.Data[key]; !exists {
 		e.setAside(t, key)
 	}
