@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"slices"
@@ -22,11 +23,18 @@ import (
 // number, 't', 'f', 'z' for true, false, null), strings and numbers
 // length-prefixed, members sorted by name.
 func canonicalRequest(dst, body []byte) ([]byte, bool) {
+	var c canonicalizer
+	return c.request(dst, body)
+}
+
+// request is canonicalRequest with c's scratch space, which it leaves for
+// the next call.
+func (c *canonicalizer) request(dst, body []byte) ([]byte, bool) {
+	c.members = c.members[:0]
 	src := skipSpace(body)
 	if len(src) == 0 || src[0] != '{' {
 		return dst, false
 	}
-	var c canonicalizer
 	dst, rest, ok := c.object(dst, src[1:], true)
 	if !ok || len(skipSpace(rest)) != 0 {
 		return dst, false
@@ -34,10 +42,14 @@ func canonicalRequest(dst, body []byte) ([]byte, bool) {
 	return dst, true
 }
 
-// canonicalizer holds scratch space reused across the objects of one
-// request.
+// canonicalizer holds scratch space reused across the objects of a
+// request, and across requests: members is a stack, each object's members
+// above those of the objects that enclose it; out is the buffer of the
+// canonical form.
 type canonicalizer struct {
 	scratch []byte
+	members []member
+	out     []byte
 }
 
 // member locates one encoded member in dst: its name, and the whole
@@ -128,7 +140,7 @@ func (c *canonicalizer) object(dst, src []byte, top bool) ([]byte, []byte, bool)
 	if len(src) > 0 && src[0] == '}' {
 		return append(dst, 'e'), src[1:], true
 	}
-	var members []member
+	base := len(c.members)
 	for {
 		src = skipSpace(src)
 		if len(src) == 0 || src[0] != '"' {
@@ -154,7 +166,7 @@ func (c *canonicalizer) object(dst, src []byte, top bool) ([]byte, []byte, bool)
 		if top && string(name) == "ClientRequestToken" {
 			dst = dst[:m.start]
 		} else {
-			members = append(members, m)
+			c.members = append(c.members, m)
 		}
 		src = skipSpace(src)
 		if len(src) == 0 {
@@ -169,16 +181,18 @@ func (c *canonicalizer) object(dst, src []byte, top bool) ([]byte, []byte, bool)
 		}
 		src = src[1:]
 	}
-	return append(c.sortMembers(dst, first, members), 'e'), src, true
+	dst = c.sortMembers(dst, first, c.members[base:])
+	c.members = c.members[:base]
+	return append(dst, 'e'), src, true
 }
 
 // sortMembers reorders the encoded members, which fill dst from first, by
 // name, keeping only the last of members with the same name.
 func (c *canonicalizer) sortMembers(dst []byte, first int, members []member) []byte {
-	name := func(b []byte, m member) string { return string(b[m.nameStart:m.nameEnd]) }
+	name := func(b []byte, m member) []byte { return b[m.nameStart:m.nameEnd] }
 	ordered := true
 	for i := 1; i < len(members); i++ {
-		if name(dst, members[i-1]) >= name(dst, members[i]) {
+		if bytes.Compare(name(dst, members[i-1]), name(dst, members[i])) >= 0 {
 			ordered = false
 			break
 		}
@@ -194,18 +208,10 @@ func (c *canonicalizer) sortMembers(dst []byte, first int, members []member) []b
 		members[i].end -= first
 	}
 	src := c.scratch
-	slices.SortStableFunc(members, func(a, b member) int {
-		switch x, y := name(src, a), name(src, b); {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(name(src, a), name(src, b)) })
 	dst = dst[:first]
 	for i, m := range members {
-		if i+1 < len(members) && name(src, members[i+1]) == name(src, m) {
+		if i+1 < len(members) && bytes.Equal(name(src, members[i+1]), name(src, m)) {
 			continue // a later member of the same name wins
 		}
 		dst = append(dst, src[m.start:m.end]...)

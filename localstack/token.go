@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -63,12 +64,26 @@ func (s *tokenStore) add(token string, rec tokenRecord) {
 // requests have the same digest when they carry the same parameters,
 // whatever order the client wrote them in.
 func requestDigest(body []byte) [sha256.Size]byte {
-	canonical, ok := canonicalRequest(make([]byte, 0, len(body)), body)
+	c := canonicalizers.Get().(*canonicalizer)
+	canonical, ok := c.request(c.out[:0], body)
+	sum := sha256.Sum256(canonical)
 	if !ok {
-		return sha256.Sum256(body)
+		sum = sha256.Sum256(body)
 	}
-	return sha256.Sum256(canonical)
+	if cap(canonical) <= maxKeptCanonical && cap(c.scratch) <= maxKeptCanonical {
+		c.out = canonical[:0]
+		canonicalizers.Put(c)
+	}
+	return sum
 }
+
+// canonicalizers keeps the scratch space of requestDigest between calls:
+// the front computes a digest for every TransactWriteItems that carries a
+// ClientRequestToken. Buffers grown beyond maxKeptCanonical bytes by a
+// large request are left to the garbage collector.
+var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+const maxKeptCanonical = 64 << 10
 
 // transactWriteItems answers TransactWriteItems, honouring
 // ClientRequestToken: it applies the transaction action by action (see
