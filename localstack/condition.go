@@ -554,7 +554,8 @@ func (env *condEnv) operand(o operand) *mtypes.Item {
 }
 
 // boundCondition returns the compiled ConditionExpression of the PutItem
-// in, bound to its names and values (see bind), and the values converted;
+// in, bound to its names and values (see bind), and the values as
+// minidyn's types;
 // nil when the condition is left to minidyn's interpreter.
 func (e *engine) boundCondition(in *server.PutItemInput) (*condition, map[string]*mtypes.Item) {
 	if *in.ConditionExpression == "" {

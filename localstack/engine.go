@@ -49,8 +49,8 @@ func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *ser
 
 // put applies the PutItem in as putItem does and returns the error
 // putItem returns, without putItem's output (minidyn's copy of the new
-// item, which the front never answers with). It converts the item once and
-// writes it to minidyn's table directly, and evaluates a condition without
+// item, which the front never answers with). It stores the request's item
+// itself in minidyn's table (see typesItem), and evaluates a condition without
 // minidyn's interpreter where that gives the interpreter's answer (see
 // boundCondition and storedConvertible); anything else it leaves to
 // putItem.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -353,5 +354,67 @@ func writes(i int) func(c *dynamodb.Client) error {
 func TestMinidynLayoutIsTheOneTheFrontReads(t *testing.T) {
 	if err := checkMinidynLayout(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The attribute values' layouts that typesItem may reinterpret, and some
+// it must not.
+type (
+	layoutWire struct {
+		S *string
+		L []*layoutWire
+		M map[string]*layoutWire
+	}
+	layoutCore struct {
+		_ struct{}
+		S *string
+		L []*layoutCore
+		M map[string]*layoutCore
+	}
+	layoutSwapped struct {
+		L []*layoutSwapped
+		S *string
+		M map[string]*layoutSwapped
+	}
+	layoutOtherType struct {
+		S *[]byte
+		L []*layoutOtherType
+		M map[string]*layoutOtherType
+	}
+	layoutOtherKey struct {
+		S *string
+		L []*layoutOtherKey
+		M map[int]*layoutOtherKey
+	}
+	layoutExtra struct {
+		S *string
+		L []*layoutExtra
+		M map[string]*layoutExtra
+		N *string
+	}
+	layoutFewer struct {
+		S *string
+		L []*layoutFewer
+	}
+	layoutWideBlank struct {
+		_ int
+		S *string
+		L []*layoutWideBlank
+		M map[string]*layoutWideBlank
+	}
+)
+
+func TestSameLayoutRefusesWhatTypesItemCouldMisread(t *testing.T) {
+	wire := reflect.TypeFor[layoutWire]()
+	if err := sameLayout(wire, reflect.TypeFor[layoutCore]()); err != nil {
+		t.Errorf("same layout refused: %v", err)
+	}
+	for _, core := range []reflect.Type{
+		reflect.TypeFor[layoutSwapped](), reflect.TypeFor[layoutOtherType](), reflect.TypeFor[layoutOtherKey](),
+		reflect.TypeFor[layoutExtra](), reflect.TypeFor[layoutFewer](), reflect.TypeFor[layoutWideBlank](),
+	} {
+		if err := sameLayout(wire, core); err == nil {
+			t.Errorf("%s accepted as the layout of %s", core, wire)
+		}
 	}
 }

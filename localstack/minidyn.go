@@ -43,6 +43,7 @@ func checkMinidynLayout() error {
 	idx := reflect.TypeOf(core.Table{}.Indexes).Elem().Elem()
 	ks, _ := idx.FieldByName("keySchema")
 	for _, err := range []error{
+		sameValueLayout(),
 		field(reflect.TypeOf(server.Client{}), "tables", reflect.TypeOf(map[string]*core.Table(nil)), 0),
 		field(idx, "keySchema", nil, reflect.Struct),
 		field(idx, "typ", nil, reflect.String),
@@ -303,30 +304,62 @@ func setField(v reflect.Value, name string, x reflect.Value) {
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(x)
 }
 
-// typesItem converts a wire item to minidyn's core types.
+// typesItem returns the wire item m as minidyn's core types. It copies
+// nothing: the two types of attribute value have the same layout (see
+// sameValueLayout), so the result is m itself, seen through the other
+// type, and what is stored from it shares m's memory. Nothing that decodes
+// a request keeps or changes its items once it has been applied.
 func typesItem(m map[string]*server.AttributeValue) map[string]*mtypes.Item {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]*mtypes.Item, len(m))
-	for k, v := range m {
-		out[k] = typesValue(v)
-	}
-	return out
+	return *(*map[string]*mtypes.Item)(unsafe.Pointer(&m))
 }
 
+// typesValue returns v as minidyn's core type, as typesItem does.
 func typesValue(v *server.AttributeValue) *mtypes.Item {
-	if v == nil {
-		return nil
+	return (*mtypes.Item)(unsafe.Pointer(v))
+}
+
+// sameValueLayout reports whether minidyn's wire and core attribute values
+// have the same layout, which typesItem relies on (see sameLayout).
+func sameValueLayout() error {
+	return sameLayout(reflect.TypeFor[server.AttributeValue](), reflect.TypeFor[mtypes.Item]())
+}
+
+// sameLayout reports whether the structs wire and core have the same
+// fields at the same offsets, of the same types but for each one's
+// references to itself, and core's blank fields take no space.
+func sameLayout(wire, core reflect.Type) error {
+	var same func(a, b reflect.Type) bool
+	same = func(a, b reflect.Type) bool {
+		switch {
+		case a == wire && b == core:
+			return true
+		case a.Kind() != b.Kind():
+			return false
+		case a.Kind() == reflect.Pointer || a.Kind() == reflect.Slice:
+			return same(a.Elem(), b.Elem())
+		case a.Kind() == reflect.Map:
+			return a.Key() == b.Key() && same(a.Elem(), b.Elem())
+		}
+		return a == b
 	}
-	it := &mtypes.Item{B: v.B, BOOL: v.BOOL, BS: v.BS, N: v.N, NS: v.NS, NULL: v.NULL, S: v.S, SS: v.SS, M: typesItem(v.M)}
-	if v.L != nil {
-		it.L = make([]*mtypes.Item, len(v.L))
-		for i, e := range v.L {
-			it.L[i] = typesValue(e)
+	fields := 0
+	for f := range core.Fields() {
+		if f.Name == "_" {
+			if f.Type.Size() != 0 {
+				return fmt.Errorf("localstack: minidyn's %s has a blank field of %d bytes: this package reads github.com/truora/minidyn v0.8.2's layout", core, f.Type.Size())
+			}
+			continue
+		}
+		fields++
+		w, ok := wire.FieldByName(f.Name)
+		if !ok || w.Offset != f.Offset || !same(w.Type, f.Type) {
+			return fmt.Errorf("localstack: minidyn's %s.%s does not match %s.%s: this package reads github.com/truora/minidyn v0.8.2's layout", core, f.Name, wire, f.Name)
 		}
 	}
-	return it
+	if fields != wire.NumField() || wire.Size() != core.Size() {
+		return fmt.Errorf("localstack: minidyn's %s and %s differ in their fields: this package reads github.com/truora/minidyn v0.8.2's layout", core, wire)
+	}
+	return nil
 }
 
 // wireFromTypes converts an item of minidyn's core types to a wire item.
