@@ -612,23 +612,30 @@ func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]
 // Release deletes the claim's in-progress record so that a retry executes
 // again (after a 5xx, a panic, or a failed commit). The delete is fenced by
 // the lock token: a record completed, reclaimed or evicted since is left
-// alone and Release returns ErrLockLost.
+// alone and Release returns ErrLockLost. A delete the SDK sent again after
+// an attempt whose answer was lost, and that then finds the record gone by
+// a consistent read, had deleted it: Release returns nil.
 func (s *Store) Release(ctx context.Context, c *Claim) error {
 	if c == nil || c.Outcome != Acquired || c.Record == nil {
 		return fmt.Errorf("%w: release of a claim that was not acquired", ErrInvalidRequest)
 	}
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	in := &dynamodb.DeleteItemInput{
 		TableName:                 &s.table,
 		Key:                       s.layout.Key(c.Record.Scope, c.Record.Key),
 		ConditionExpression:       aws.String(fenceCondition),
 		ExpressionAttributeNames:  fenceNames,
 		ExpressionAttributeValues: fenceValues(c),
-	})
+	}
+	attempts := 0
+	_, err := s.client.DeleteItem(ctx, in, countAttempts(&attempts))
 	if err == nil {
 		return nil
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
+		if deletedByEarlierAttempt(ctx, s.client, in, attempts) {
+			return nil
+		}
 		return ErrLockLost
 	}
 	return &StoreError{Op: "DeleteItem", Err: err, Table: s.table}

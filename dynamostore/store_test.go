@@ -57,6 +57,18 @@ func (e *env) store(client dynamostore.Client, optFns ...func(*dynamostore.Optio
 	return dynamostore.New(client, e.table, append([]func(*dynamostore.Options){func(o *dynamostore.Options) { o.Now = e.clock.Now }}, optFns...)...)
 }
 
+// losingAnswers returns a client of the env's endpoint that loses the
+// answers of the first n requests of op after they were applied (see
+// ddbtest.LostAnswers), and the client that loses them.
+func (e *env) losingAnswers(op string, n int) (*dynamodb.Client, *ddbtest.LostAnswers) {
+	var lost *ddbtest.LostAnswers
+	client := e.ep.NewClient(func(o *dynamodb.Options) {
+		lost = ddbtest.NewLostAnswers(o.HTTPClient, op, n)
+		o.HTTPClient = lost
+	})
+	return client, lost
+}
+
 func fp(s string) []byte { sum := sha256.Sum256([]byte(s)); return sum[:] }
 
 func request(key, body string) dynamostore.Request {
@@ -412,6 +424,28 @@ func TestReleaseFreesTheKeyForARetry(t *testing.T) {
 	rec, err := s.Get(ctx, "tenant-a", "k1")
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.StateCompleted, rec.State)
+}
+
+func TestReleaseWhoseDeleteWasAppliedBeforeItsAnswerWasLostSucceeds(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	client, lost := e.losingAnswers("DeleteItem", 1)
+	s := e.store(client)
+	c, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	require.NoError(t, s.Release(ctx, c), "the SDK's retry found the record its first attempt had deleted gone")
+	require.Equal(t, 1, lost.Lost(), "the delete's answer was not lost")
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
+	// A record someone else deleted is still a lost lock: the delete was
+	// sent once.
+	again, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	_, err = e.ep.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{
+		dynamostore.PartitionKey: &types.AttributeValueMemberS{Value: keyschema.PartitionKey("tenant-a", "k1")},
+	}})
+	require.NoError(t, err)
+	assert.ErrorIs(t, s.Release(ctx, again), dynamostore.ErrLockLost)
 }
 
 func TestLargeBodiesAreCompressedOrOmittedNeverLost(t *testing.T) {

@@ -723,20 +723,25 @@ func inRegion(in *dynamodb.DeleteItemInput, region string) *dynamodb.DeleteItemI
 }
 
 // remove sends one conditional delete (unless DryRun) and counts its
-// outcome: done on success, skipped when the condition failed, an error
-// otherwise.
+// outcome: done on success, and when a retry's condition failed because
+// an earlier attempt had deleted the record (see deletedByEarlierAttempt);
+// skipped when the condition failed otherwise; an error otherwise.
 func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, action, pk string, in *dynamodb.DeleteItemInput) {
 	if r.s.opts.DryRun {
 		*done++
 		return
 	}
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := r.s.client.DeleteItem(ctx, in)
+	attempts := 0
+	out, err := r.s.client.DeleteItem(ctx, in, countAttempts(&attempts))
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case err == nil:
 		*done++
 		t.wcu += writeUnits(out.ConsumedCapacity)
+	case errors.As(err, &ccf) && deletedByEarlierAttempt(ctx, r.s.client, in, attempts):
+		// The retry of a delete that had been applied.
+		*done++
 	case errors.As(err, &ccf):
 		t.skipped++
 		r.s.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "idemkey sweep: record changed since the scan, left in place",

@@ -45,7 +45,10 @@ type ReleaseKeyOptions struct {
 // in-progress record whose lock holds, without InProgress; ErrKeyCompleted
 // for a completed record, without Completed (these two return the record
 // left in place along with the error); ErrLockLost when the record changed
-// between the read and the delete (nothing was deleted); *StoreError;
+// between the read and the delete (nothing was deleted; a delete the SDK
+// sent again after an attempt whose answer was lost, and that then finds
+// the record gone by a consistent read, had deleted it and returns the
+// record); *StoreError;
 // *RecordError for an item that is not a valid record.
 func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...func(*ReleaseKeyOptions)) (*Record, error) {
 	var o ReleaseKeyOptions
@@ -78,10 +81,11 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 			},
 		}
 	}
-	_, err = s.client.DeleteItem(ctx, in)
+	attempts := 0
+	_, err = s.client.DeleteItem(ctx, in, countAttempts(&attempts))
 	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case err == nil:
+	case err == nil, errors.As(err, &ccf) && deletedByEarlierAttempt(ctx, s.client, in, attempts):
 		return rec, nil
 	case errors.As(err, &ccf):
 		return nil, ErrLockLost

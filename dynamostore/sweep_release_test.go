@@ -124,3 +124,20 @@ func TestReleaseKeyLeavesARecordThatChangedAfterItsRead(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.StateCompleted, rec.State)
 }
+
+func TestReleaseKeyWhoseDeleteWasAppliedBeforeItsAnswerWasLostReturnsTheRecord(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	client, lost := e.losingAnswers("DeleteItem", 1)
+	s := e.store(client)
+	c, err := s.Claim(ctx, request("k1", "a"))
+	require.NoError(t, err)
+	e.clock.Advance(dynamostore.DefaultLease + time.Millisecond)
+
+	rec, err := s.ReleaseKey(ctx, "tenant-a", "k1")
+	require.Equal(t, 1, lost.Lost(), "the delete's answer was not lost")
+	require.NoError(t, err, "the SDK's retry found the record its first attempt had deleted gone")
+	assert.Equal(t, c.Record.LockToken, rec.LockToken)
+	_, err = s.Get(ctx, "tenant-a", "k1")
+	require.ErrorIs(t, err, dynamostore.ErrNotFound)
+}

@@ -69,6 +69,9 @@ type SweepReport struct {
 	Reclaimed int64
 	// Skipped counts deletes whose condition failed: the record was
 	// claimed again, completed or deleted between the scan and the delete.
+	// A delete the SDK sent again after an attempt whose answer was lost
+	// (a timeout, a 5xx) and that then finds the record gone, by a
+	// consistent read, had deleted it: it counts as Evicted or Reclaimed.
 	// In SweepIndex mode it also counts entries of records already
 	// deleted that the index, eventually consistent, still returned, and
 	// expired items of the key namespace whose state is none of this

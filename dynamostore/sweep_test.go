@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -714,4 +715,51 @@ func testSweepCountsNothingTwiceWhenTheClientFailsEverything(t *testing.T, e *en
 	assert.Zero(t, r.Scanned)
 	assert.Equal(t, dynamostore.SweepStoppedByError, r.StoppedBy)
 	assert.NotEmpty(t, r.Cursor)
+}
+
+func TestADeleteAppliedBeforeItsAnswerWasLostCountsAsDone(t *testing.T) {
+	inModes(t, testADeleteAppliedBeforeItsAnswerWasLostCountsAsDone)
+}
+
+func testADeleteAppliedBeforeItsAnswerWasLostCountsAsDone(t *testing.T, e *env) {
+	ctx := context.Background()
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
+	client, lost := e.losingAnswers("DeleteItem", 2)
+
+	r, err := e.sweeper(client).Sweep(ctx, "")
+	require.NoError(t, err)
+	require.Equal(t, 2, lost.Lost(), "two deletes' answers were not lost")
+	assert.Equal(t, int64(0), r.Skipped, "a retried delete that had been applied is not a record changed since the scan")
+	assert.Equal(t, int64(0), r.Errors)
+	assert.Equal(t, truth.count(expired)+e.reclaimed(truth), r.Evicted+r.Reclaimed)
+	checkIdentity(t, r)
+
+	again, err := e.sweeper(e.client).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), again.Evicted+again.Reclaimed, "the first pass left a record behind")
+}
+
+func TestARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T) {
+	inModes(t, testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped)
+}
+
+func testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T, e *env) {
+	ctx := context.Background()
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
+	target := truth.byKind[expired][5]
+	var once sync.Once
+	hook := &deleteHook{SweepClient: e.client, before: func(pk string) {
+		if pk == target {
+			once.Do(func() {
+				// TTL, or another sweeper, deletes it first.
+				_, err := e.ep.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+				require.NoError(t, err)
+			})
+		}
+	}}
+	r, err := e.sweeper(hook).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Skipped, "a delete sent once that finds its record gone did not delete it")
+	assert.Equal(t, truth.count(expired)-1, r.Evicted)
+	checkIdentity(t, r)
 }

@@ -1,0 +1,44 @@
+package dynamostore
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// countAttempts returns an option of one call that counts in *n the
+// attempts the SDK makes of it, its retries included. A client that
+// ignores the call's options leaves *n at zero.
+func countAttempts(n *int) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
+			// The end of the finalize step runs inside the retry loop.
+			return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("idemkey.CountAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					*n++
+					return next.HandleFinalize(ctx, in)
+				}), middleware.After)
+		})
+	}
+}
+
+// itemGetter reads one item.
+type itemGetter interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// deletedByEarlierAttempt reports whether a conditional delete whose
+// condition failed had deleted its item on an earlier attempt: the SDK
+// sent it more than once (an attempt's answer was lost: a timeout, a 5xx
+// after DynamoDB applied it), and a consistent read finds the item gone.
+// A delete sent once, or whose item is still there (or whose read fails),
+// did not.
+func deletedByEarlierAttempt(ctx context.Context, client itemGetter, in *dynamodb.DeleteItemInput, attempts int) bool {
+	if attempts < 2 {
+		return false
+	}
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
+	return err == nil && out.Item == nil
+}
