@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -34,11 +35,17 @@ type itemGetter interface {
 // sent it more than once (an attempt's answer was lost: a timeout, a 5xx
 // after DynamoDB applied it), and a consistent read finds the item gone.
 // A delete sent once, or whose item is still there (or whose read fails),
-// did not.
-func deletedByEarlierAttempt(ctx context.Context, client itemGetter, in *dynamodb.DeleteItemInput, attempts int) bool {
+// did not. It returns the capacity the read consumed, nil without a read.
+func deletedByEarlierAttempt(ctx context.Context, client itemGetter, in *dynamodb.DeleteItemInput, attempts int) (bool, *types.ConsumedCapacity) {
 	if attempts < 2 {
-		return false
+		return false, nil
 	}
-	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
-	return err == nil && out.Item == nil
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return false, nil
+	}
+	return out.Item == nil, out.ConsumedCapacity
 }

@@ -633,7 +633,7 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		if deletedByEarlierAttempt(ctx, s.client, in, attempts) {
+		if deleted, _ := deletedByEarlierAttempt(ctx, s.client, in, attempts); deleted {
 			return nil
 		}
 		return ErrLockLost

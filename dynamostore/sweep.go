@@ -739,10 +739,13 @@ func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, actio
 	case err == nil:
 		*done++
 		t.wcu += writeUnits(out.ConsumedCapacity)
-	case errors.As(err, &ccf) && deletedByEarlierAttempt(ctx, r.s.client, in, attempts):
-		// The retry of a delete that had been applied.
-		*done++
 	case errors.As(err, &ccf):
+		deleted, read := deletedByEarlierAttempt(ctx, r.s.client, in, attempts)
+		t.rcu += readUnits(read)
+		if deleted {
+			*done++ // the retry of a delete that had been applied
+			break
+		}
 		t.skipped++
 		r.s.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "idemkey sweep: record changed since the scan, left in place",
 			slog.String("table", r.s.table), slog.String("action", action), slog.String("key", sweepKeyHash(pk)))

@@ -85,9 +85,12 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 	_, err = s.client.DeleteItem(ctx, in, countAttempts(&attempts))
 	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case err == nil, errors.As(err, &ccf) && deletedByEarlierAttempt(ctx, s.client, in, attempts):
+	case err == nil:
 		return rec, nil
 	case errors.As(err, &ccf):
+		if deleted, _ := deletedByEarlierAttempt(ctx, s.client, in, attempts); deleted {
+			return rec, nil
+		}
 		return nil, ErrLockLost
 	}
 	return nil, &StoreError{Op: "DeleteItem", Err: err}
