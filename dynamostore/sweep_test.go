@@ -752,7 +752,7 @@ func testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T, e *
 		if pk == target {
 			once.Do(func() {
 				// TTL, or another sweeper, deletes it first.
-				_, err := e.ep.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
+				_, err := e.ep.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: map[string]types.AttributeValue{dynamostore.PartitionKey: &types.AttributeValueMemberS{Value: pk}}})
 				require.NoError(t, err)
 			})
 		}

@@ -8,27 +8,21 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalRequest appends to dst an encoding of the JSON object body
-// without its top-level member ClientRequestToken, such that two bodies
-// have the same encoding exactly when they decode to the same value (with
-// numbers compared as written, object members in any order, a repeated
-// member name meaning its last value, as encoding/json decodes). It
-// reports false when body is not a JSON object.
+// request appends to dst an encoding of the JSON object body without its
+// top-level member ClientRequestToken, such that two bodies have the same
+// encoding exactly when they decode to the same value (with numbers
+// compared as written, object members in any order, a repeated member
+// name meaning its last value, as encoding/json decodes). It reports false
+// when body is not a JSON object.
 //
-// It does what re-encoding the decoded body with encoding/json would, for
-// a tenth of the allocations: the front computes it for every
-// TransactWriteItems that carries a ClientRequestToken. The encoding is
+// It does what re-encoding the decoded body with encoding/json would,
+// without allocating once c's scratch space has grown (c keeps it for the
+// next call): the front computes it for every TransactWriteItems that
+// carries a ClientRequestToken. The encoding is
 // not JSON, only input to a hash: a tag byte per value ('o' object, 'k'
 // member, 'a' array, 'e' end of an object or array, 's' string, 'n'
 // number, 't', 'f', 'z' for true, false, null), strings and numbers
 // length-prefixed, members sorted by name.
-func canonicalRequest(dst, body []byte) ([]byte, bool) {
-	var c canonicalizer
-	return c.request(dst, body)
-}
-
-// request is canonicalRequest with c's scratch space, which it leaves for
-// the next call.
 func (c *canonicalizer) request(dst, body []byte) ([]byte, bool) {
 	c.members = c.members[:0]
 	src := skipSpace(body)

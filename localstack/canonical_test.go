@@ -132,8 +132,8 @@ func TestRequestDigestEqualsExactlyWhenTheCanonicalJSONDoes(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`{`, `{"a":}`, `{"a":1,}`, `[1]`, `{"a":"\x01"}`, `{"a":tru}`, `{"a":1} x`, `{"a" 1}`, `{"a":[1 2]}`} {
-		if _, ok := canonicalRequest(nil, []byte(bad)); ok {
-			t.Errorf("canonicalRequest accepted %q, which is not a JSON object", bad)
+		if _, ok := new(canonicalizer).request(nil, []byte(bad)); ok {
+			t.Errorf("the canonical encoding accepted %q, which is not a JSON object", bad)
 		}
 	}
 }

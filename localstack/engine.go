@@ -49,11 +49,11 @@ func (e *engine) putItem(ctx context.Context, in *server.PutItemInput) (out *ser
 
 // put applies the PutItem in as putItem does and returns the error
 // putItem returns, without putItem's output (minidyn's copy of the new
-// item, which the front never answers with). It stores the request's item
-// itself in minidyn's table (see typesItem), and evaluates a condition without
-// minidyn's interpreter where that gives the interpreter's answer (see
-// boundCondition and storedConvertible); anything else it leaves to
-// putItem.
+// item, which the front never answers with). It stores the request's
+// item itself in minidyn's table (see typesItem), and evaluates a
+// condition without minidyn's interpreter where that gives the
+// interpreter's answer (see boundCondition and storedConvertible);
+// anything else it leaves to putItem.
 func (e *engine) put(ctx context.Context, in *server.PutItemInput) error {
 	name := aws.ToString(in.TableName)
 	t := e.table(name)

@@ -60,14 +60,16 @@ func (s *tokenStore) add(token string, rec tokenRecord) {
 }
 
 // requestDigest hashes a TransactWriteItems request without its
-// ClientRequestToken, in a canonical form (see canonicalRequest). Two
+// ClientRequestToken, in a canonical form (see canonicalizer.request). Two
 // requests have the same digest when they carry the same parameters,
 // whatever order the client wrote them in.
 func requestDigest(body []byte) [sha256.Size]byte {
 	c := canonicalizers.Get().(*canonicalizer)
 	canonical, ok := c.request(c.out[:0], body)
-	sum := sha256.Sum256(canonical)
-	if !ok {
+	var sum [sha256.Size]byte
+	if ok {
+		sum = sha256.Sum256(canonical)
+	} else {
 		sum = sha256.Sum256(body)
 	}
 	if cap(canonical) <= maxKeptCanonical && cap(c.scratch) <= maxKeptCanonical {
