@@ -2,13 +2,19 @@ package localstack
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +121,35 @@ func TestLatencyOptionDelaysEveryCallOfTheEndpointsClients(t *testing.T) {
 	_, err = fast.Client.ListTables(context.Background(), &dynamodb.ListTablesInput{Limit: aws.Int32(1)})
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), next.sent.Load(), "one more call, sent once through HTTPClient")
+}
+
+// The latency of an external endpoint's clients wraps the HTTP client the
+// configuration resolved, so the certificates AWS_CA_BUNDLE names reach
+// the transport that sends; a client without a transport to configure
+// would make loading the configuration fail.
+func TestLatencyOnAnExternalEndpointKeepsTheCABundlesCertificates(t *testing.T) {
+	other := embedded(t)
+	isolateAWSEnv(t)
+	tls := httptest.NewTLSServer(http.NotFoundHandler())
+	tls.Close()
+	bundle := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tls.Certificate().Raw})
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(path, bundle, 0o600))
+	t.Setenv("AWS_CA_BUNDLE", path)
+	t.Setenv(EndpointEnv, other.URL)
+
+	e := ForTest(t, func(o *Options) { o.Latency = &Latency{Base: time.Microsecond, Seed: 1} })
+	require.False(t, e.Embedded)
+	lc, ok := e.Config().HTTPClient.(*LatencyClient)
+	require.True(t, ok, "the configuration's client is the latency's, got %T", e.Config().HTTPClient)
+	bc, ok := lc.next.(*awshttp.BuildableClient)
+	require.True(t, ok, "behind the latency, the SDK's client, got %T", lc.next)
+	want := x509.NewCertPool()
+	require.True(t, want.AppendCertsFromPEM(bundle))
+	got := bc.GetTransport().TLSClientConfig
+	require.NotNil(t, got)
+	assert.True(t, want.Equal(got.RootCAs), "the sending transport trusts the bundle's certificate")
+
+	createTable(t, e.Client, "t", "")
+	assert.True(t, tableExists(t, other.Client, "t"), "the delayed client reaches the endpoint")
 }

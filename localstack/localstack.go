@@ -154,12 +154,18 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	if o.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(o.Region))
 	}
-	if c := o.clientFor(o.HTTPClient); c != nil {
-		loadOpts = append(loadOpts, config.WithHTTPClient(c))
+	if o.HTTPClient != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
 	}
 	cfg, err := LoadConfig(ctx, raw, loadOpts...)
 	if err != nil {
 		return nil, err
+	}
+	// The latency wraps the client the configuration resolved, so that
+	// what loading applies to a transport (AWS_CA_BUNDLE's certificates)
+	// reaches the one that sends.
+	if c := o.clientFor(cfg.HTTPClient); c != nil {
+		cfg.HTTPClient = c
 	}
 
 	e := &Endpoint{URL: raw, cfg: cfg}
@@ -234,7 +240,7 @@ func ForTest(tb testing.TB, optFns ...func(*Options)) *Endpoint {
 	tb.Helper()
 	e, err := Start(tb.Context(), optFns...)
 	if err != nil {
-		tb.Fatalf("localstack: %v", err)
+		tb.Fatalf("localstack.Start: %v", err)
 	}
 	tb.Cleanup(func() {
 		if err := e.Close(); err != nil {
