@@ -30,7 +30,10 @@ var (
 	// ErrInvalidRequest reports a claim whose request cannot be stored
 	// (empty key; key, scope, method or path longer than MaxKeyBytes,
 	// MaxScopeBytes, MaxMethodBytes or MaxPathBytes; wrong fingerprint
-	// length). DynamoDB is not called.
+	// length; a scope or key that is not valid UTF-8), or a commit whose
+	// response a record could not be read back with (a status outside 100
+	// to 999; a BodyOmitted below zero or above 1 TiB). DynamoDB is not
+	// called.
 	ErrInvalidRequest = errors.New("dynamostore: invalid request")
 
 	// ErrClaimContention reports that a claim lost its condition and then

@@ -35,9 +35,10 @@ const (
 // preceded on a schema with a Prefix by Prefix + "#" ("idemkey#07").
 //
 // The value depends on the partition key only: neither the record's state
-// nor its exp changes it, and a Store never changes a record's exp after
-// its claim (see Options.Retention), so the commit of a claim leaves the
-// record's index entry as it is. The index's sort key is the TTL
+// nor its exp changes it, and a Store changes a record's exp after its
+// claim only for a commit made after the claim's lock expired (see
+// Options.Retention), so a commit within the lock leaves the record's
+// index entry as it is. The index's sort key is the TTL
 // attribute itself, so a Query with a condition on it reads the expired
 // records of a bucket, oldest first, however old they are, and no time
 // range of buckets needs to be enumerated.

@@ -3,11 +3,13 @@ package dynamostore
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -286,7 +288,13 @@ func encodeHeader(h http.Header) types.AttributeValue {
 		}
 		l := make([]types.AttributeValue, len(values))
 		for i, v := range values {
-			l[i] = attrS(v)
+			if utf8.ValidString(v) {
+				l[i] = attrS(v)
+			} else {
+				// DynamoDB strings are UTF-8 (the SDK would replace the
+				// invalid bytes): keep the value's bytes as a binary.
+				l[i] = attrB([]byte(v))
+			}
 		}
 		m[name] = &types.AttributeValueMemberL{Value: l}
 	}
@@ -447,12 +455,55 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	return &r, nil
 }
 
+// The bounds the decoder holds a stored response to, and checkResponse a
+// response before it is stored: a record is never written that its reader
+// would refuse.
+const (
+	minStatus, maxStatus = 100, 999
+	maxOmittedBody       = 1 << 40
+)
+
+// checkResponse refuses a response a completed record could not be read
+// back with: its status outside 100 to 999, or a BodyOmitted below zero or
+// above 1 TiB.
+func checkResponse(resp Response) error {
+	if resp.Status < minStatus || resp.Status > maxStatus {
+		return fmt.Errorf("%w: response status %d is not an HTTP status (%d to %d)", ErrInvalidRequest, resp.Status, minStatus, maxStatus)
+	}
+	if resp.BodyOmitted < 0 || resp.BodyOmitted > maxOmittedBody {
+		return fmt.Errorf("%w: BodyOmitted %d is not a body size", ErrInvalidRequest, resp.BodyOmitted)
+	}
+	return nil
+}
+
+// pastItem reports whether item's expiry attributes, read alone, say that
+// the record is no longer live (see liveAt): exp before now's second, and
+// for a record in progress its lock_exp before now's millisecond. A claim
+// overwrites such an item whatever the rest of it holds, so a read treats
+// it as absent without decoding the rest. Unreadable expiry attributes
+// report false, for the decoder to name them.
+func (l *layout) pastItem(item map[string]types.AttributeValue, now time.Time) bool {
+	exp, err := getN(item, l.TTLAttribute)
+	if err != nil || exp >= now.Unix() {
+		return false
+	}
+	state, err := getS(item, attrState)
+	if err != nil {
+		return false
+	}
+	if state != string(StateInProgress) {
+		return true
+	}
+	lockExp, err := getN(item, attrLockExp)
+	return err == nil && lockExp < now.UnixMilli()
+}
+
 func decodeResponse(item map[string]types.AttributeValue) (*Response, error) {
 	status, err := getN(item, attrStatus)
 	if err != nil {
 		return nil, err
 	}
-	if status < 100 || status > 999 {
+	if status < minStatus || status > maxStatus {
 		return nil, &RecordError{Attr: attrStatus, Reason: "not an HTTP status"}
 	}
 	resp := &Response{Status: int(status)}
@@ -469,11 +520,14 @@ func decodeResponse(item map[string]types.AttributeValue) (*Response, error) {
 			}
 			values := make([]string, len(l.Value))
 			for i, e := range l.Value {
-				s, ok := e.(*types.AttributeValueMemberS)
-				if !ok {
-					return nil, &RecordError{Attr: attrHeader, Reason: "header value is not a string"}
+				switch v := e.(type) {
+				case *types.AttributeValueMemberS:
+					values[i] = v.Value
+				case *types.AttributeValueMemberB:
+					values[i] = string(v.Value)
+				default:
+					return nil, &RecordError{Attr: attrHeader, Reason: "header value is neither a string nor a binary"}
 				}
-				values[i] = s.Value
 			}
 			resp.Header[name] = values
 		}
@@ -505,7 +559,7 @@ func decodeResponse(item map[string]types.AttributeValue) (*Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n <= 0 || n > 1<<40 {
+		if n <= 0 || n > maxOmittedBody {
 			return nil, &RecordError{Attr: attrOmitted, Reason: "not a body size"}
 		}
 		resp.BodyOmitted = int(n)

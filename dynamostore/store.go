@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -104,9 +105,10 @@ type Store struct {
 }
 
 // New returns a Store over table. It panics if client is nil, table is
-// empty, the effective Retention is shorter than the effective Lease, or
-// Schema is invalid (KeySchema.Validate): those are configuration errors,
-// caught at start.
+// empty, the effective Retention is shorter than the effective Lease,
+// Region is longer than MaxSweepRegionLen (a region-scoped Sweeper could
+// not evict its records), or Schema is invalid (KeySchema.Validate): those
+// are configuration errors, caught at start.
 func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if client == nil || table == "" {
 		panic("dynamostore: New needs a client and a table name")
@@ -125,6 +127,10 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if o.Retention < o.Lease {
 		panic(fmt.Sprintf("dynamostore: New: Retention %v is shorter than Lease %v: a key must be kept at least as long as its lock holds, "+
 			"and a retry after the retention executes again; raise Retention or lower Lease", o.Retention, o.Lease))
+	}
+	if len(o.Region) > MaxSweepRegionLen {
+		panic(fmt.Sprintf("dynamostore: New: Region of %d bytes, more than %d (MaxSweepRegionLen): no Sweeper of that region could evict its records",
+			len(o.Region), MaxSweepRegionLen))
 	}
 	if o.CompressAbove == 0 {
 		o.CompressAbove = DefaultCompressAbove
@@ -341,6 +347,9 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 	if err := validate(req); err != nil {
 		return nil, err
 	}
+	if err := checkResponse(resp); err != nil {
+		return nil, err
+	}
 	return s.claimWith(ctx, req, tx, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
 		r := resp
 		rec := &Record{
@@ -395,6 +404,10 @@ func validate(req Request) error {
 		return fmt.Errorf("%w: path longer than %d bytes", ErrInvalidRequest, MaxPathBytes)
 	case len(req.Fingerprint) != FingerprintSize:
 		return fmt.Errorf("%w: fingerprint is %d bytes, want %d", ErrInvalidRequest, len(req.Fingerprint), FingerprintSize)
+	case !utf8.ValidString(req.Scope) || !utf8.ValidString(req.Key):
+		// DynamoDB strings are UTF-8: the SDK replaces invalid bytes, so
+		// two such keys (or scopes) would share one record.
+		return fmt.Errorf("%w: scope or key is not valid UTF-8", ErrInvalidRequest)
 	}
 	return nil
 }
@@ -416,14 +429,15 @@ func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
 	if err != nil {
 		return nil, &StoreError{Op: "GetItem", Err: err, Table: s.table}
 	}
-	if len(out.Item) == 0 {
+	now := s.opts.Now()
+	if len(out.Item) == 0 || s.layout.pastItem(out.Item, now) {
 		return nil, ErrNotFound
 	}
 	rec, err := s.layout.decode(out.Item)
 	if err != nil {
 		return nil, err
 	}
-	if !rec.liveAt(s.opts.Now()) {
+	if !rec.liveAt(now) {
 		return nil, ErrNotFound
 	}
 	return rec, nil
@@ -469,14 +483,20 @@ func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record,
 //
 // It returns the completed record as stored.
 //
-// Errors: ErrLockLost; errors of package txn for the staged effects
-// (*txn.ConditionFailedError, *txn.ConflictError, *txn.ValidationError,
-// txn.ErrTooManyActions, txn.ErrTokenMismatch, ...); *StoreError when
+// Errors: ErrInvalidRequest for a claim that was not acquired or a
+// response the record could not be read back with (nothing is written:
+// the claim stays held); ErrLockLost; errors of package txn for the staged
+// effects (*txn.ConditionFailedError, *txn.ConflictError,
+// *txn.ValidationError, txn.ErrTooManyActions, txn.ErrTokenMismatch, ...);
+// *StoreError when
 // DynamoDB could not be reached or answered that the transaction is still
 // in progress, in which case the commit may or may not have been applied.
 func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
 	if c == nil || c.Outcome != Acquired || c.Record == nil {
 		return nil, fmt.Errorf("%w: commit of a claim that was not acquired", ErrInvalidRequest)
+	}
+	if err := checkResponse(resp); err != nil {
+		return nil, err
 	}
 	at := c.Record.commit.completion(s.opts.Now())
 	done := *c.Record

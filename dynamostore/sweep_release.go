@@ -65,7 +65,7 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 	switch {
 	case rec.State == StateCompleted && !o.Completed:
 		return rec, ErrKeyCompleted
-	case rec.State == StateInProgress && rec.LockExpires.Before(now):
+	case rec.State == StateInProgress && rec.LockExpires.UnixMilli() < now.UnixMilli(): // the reclaim condition's precision
 		in = s.layout.reclaimInput(s.table, pk, rec.LockToken, now)
 	case rec.State == StateInProgress && !o.InProgress:
 		return rec, ErrLockHeld

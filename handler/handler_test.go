@@ -460,6 +460,29 @@ func TestConcurrentDuplicatesExecuteOncePerKey(t *testing.T) {
 	t.Logf("requests=%d executed=%d replayed=%d conflicts=%d", goroutines*keys, created, replayed, conflicts)
 }
 
+// RFC 9110 allows header values of obs-text bytes (a Latin-1 filename in
+// Content-Disposition is the classic case): the replay sends the bytes the
+// first answer sent, not U+FFFD in their place.
+func TestReplayOfAHeaderValueThatIsNotUTF8SendsItsBytes(t *testing.T) {
+	h := newHarness(t)
+	const disp = "attachment; filename=\"caf\xe9.txt\""
+	h.setInner(func(w http.ResponseWriter, r *http.Request) {
+		n := h.executed.Add(1)
+		w.Header().Set("Content-Disposition", disp)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "execution %d", n)
+	})
+	first := h.post("latin1", `{}`)
+	require.Equal(t, http.StatusCreated, first.status)
+	require.Equal(t, disp, first.header.Get("Content-Disposition"))
+	replay := h.post("latin1", `{}`)
+	require.Equal(t, "true", replay.header.Get(handler.ReplayedHeader))
+	assert.Equal(t, int64(1), h.executed.Load())
+	assert.Equal(t, first.body, replay.body)
+	assert.Equal(t, []byte(disp), []byte(replay.header.Get("Content-Disposition")))
+}
+
 func TestReplayOfAnOmittedBodySaysSo(t *testing.T) {
 	h := newHarness(t)
 	big := bytes.Repeat([]byte{0}, 0)

@@ -106,6 +106,24 @@ func TestIdempotentRunsOnceThenReplaysTheTypedOutput(t *testing.T) {
 	assert.JSONEq(t, `{"order_id":"o-1","amount":1250,"execution":1}`, string(rec.Response.Body))
 }
 
+// A key that is not valid UTF-8 (a raw hash, say) cannot be a DynamoDB
+// string: the SDK would replace its invalid bytes, and two such keys would
+// share one record. It is refused, and nothing runs.
+func TestIdempotentRefusesAKeyThatIsNotUTF8(t *testing.T) {
+	e := newEnv(t)
+	o := newOrders(e)
+	fn := idemlambda.Idempotent(e.store, o.handle, byID(e))
+	ctx := context.Background()
+	for _, id := range []string{"order-\xff", "order-\xfe"} {
+		out, err := fn(ctx, order{ID: id, Amount: 10})
+		var ke *idemlambda.KeyError
+		require.ErrorAs(t, err, &ke, "key %q", id)
+		assert.ErrorIs(t, err, dynamostore.ErrInvalidRequest)
+		assert.Zero(t, out)
+	}
+	assert.Zero(t, o.executed.Load(), "nothing ran")
+}
+
 func TestIdempotentDefaultFingerprintIsTheCanonicalJSONOfTheInput(t *testing.T) {
 	e := newEnv(t)
 	o := newOrders(e)
