@@ -45,7 +45,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -289,15 +291,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	if n := r.ContentLength; n > 0 {
 		// The usual case: read exactly the declared length, then check
 		// that nothing follows.
-		body = make([]byte, n)
-		if _, err = io.ReadFull(r.Body, body); err == nil {
+		if body, err = readDeclared(r.Body, n); err == nil {
 			var extra [1]byte
 			if m, _ := r.Body.Read(extra[:]); m > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 		}
 	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+		// limit+1 shows a body above the limit; at math.MaxInt64 no body
+		// can be above it (and limit+1 would overflow).
+		atMost := limit
+		if atMost < math.MaxInt64 {
+			atMost++
+		}
+		body, err = io.ReadAll(io.LimitReader(r.Body, atMost))
 	}
 	if err != nil {
 		problem.Write(w, problem.New(http.StatusBadRequest, problem.InvalidBody, "Unreadable request body", "The request body could not be read."), 0)
@@ -308,6 +315,38 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// initialBodyBuffer is the most readDeclared allocates before bytes
+// arrive: the declared length is the client's claim, not memory it paid for.
+const initialBodyBuffer = 64 << 10
+
+// readDeclared reads exactly n bytes (n > 0) from body, as io.ReadFull
+// does, into a buffer that starts at no more than initialBodyBuffer and
+// grows (doubling, at most to n) only as bytes arrive.
+func readDeclared(body io.Reader, n int64) ([]byte, error) {
+	buf := make([]byte, 0, min(n, initialBodyBuffer))
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(n-int64(len(buf)), int64(cap(buf)))))
+		}
+		room := buf[len(buf):min(int64(cap(buf)), n)]
+		m, err := body.Read(room)
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			if int64(len(buf)) == n {
+				break
+			}
+			if err == io.EOF {
+				if len(buf) == 0 {
+					return nil, io.EOF
+				}
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // writeError answers a protocol error with its problem document.
