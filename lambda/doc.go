@@ -50,9 +50,13 @@
 // and Idempotent-Replayed header behind API Gateway as behind net/http; a
 // repeated Idempotency-Key header, which HTTP APIs and Function URLs join
 // with commas, is split again and refused with 400 as net/http refuses it.
+// One repetition cannot be told from a single header: two lines that are
+// the halves of a quoted key holding a comma (`"x` and `y"`) join into the
+// valid key `"x,y"`. Both halves are malformed, and a client that sends
+// them sends them on every attempt, so the request still executes once.
 //
 // Middleware is handler.New with Lambda defaults: the idempotency scope
-// comes from the event (EventScope: the JWT subject, the authorizer's
+// comes from the event (EventScope: the JWT subject within its issuer, the authorizer's
 // principal, the Cognito identity or the IAM caller, and the API key only
 // when none of them is there), and each key's lock lease follows the
 // invocation's deadline (handler.LeaseFromDeadline):

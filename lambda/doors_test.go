@@ -85,7 +85,7 @@ var doors = []door{
 	// credentials: its identity, not the role session, is the scope.
 	{name: "http-v2-iam", sample: "apigw-v2-request-iam.json", scope: sampleCognitoScope, invoke: invokeV2},
 	// The sample JWT has no "sub" claim (see TestAuthenticatedEventWithoutCallerIdentityGets401).
-	{name: "http-v2-jwt", sample: "apigw-v2-request-jwt-authorizer.json", scope: "jwt:value1", invoke: invokeV2,
+	{name: "http-v2-jwt", sample: "apigw-v2-request-jwt-authorizer.json", scope: "jwt:0::value1", invoke: invokeV2,
 		scopeOpts: func(o *idemlambda.ScopeOptions) { o.JWTClaim = "claim1" }},
 	// The sample authorizer context has neither principalId nor sub.
 	{name: "http-v2-lambda-authorizer", sample: "apigw-v2-request-lambda-authorizer.json", scope: "authorizer:value", invoke: invokeV2,

@@ -39,16 +39,25 @@ type InFlightError struct{ cause }
 // fails the same way.
 type KeyReusedError struct{ cause }
 
-// StoreUnavailableError: DynamoDB could not be reached or did not confirm
-// the commit (idemkey.ErrUnavailable; errors.As finds the
+// StoreUnavailableError: DynamoDB could not be reached, did not confirm
+// the commit, or answered with a transient failure, among them a commit
+// whose staged writes kept conflicting with concurrent writes
+// (txn.ErrConflict) or were cancelled only for throttling or conflicts
+// (txn.ErrCanceled) (idemkey.ErrUnavailable; errors.As finds the
 // *idemkey.UnavailableError). Nothing was committed; a retry is safe.
 type StoreUnavailableError struct{ cause }
 
 // StoreMisconfiguredError: DynamoDB answered with a fault a retry meets
-// again: a missing table, denied access, a write it rejects as invalid
-// (idemkey.ErrPermanent; errors.As finds the *idemkey.PermanentError,
-// whose Class names the fault). Nothing was committed; the function's
-// configuration, tables or permissions need a change.
+// again (idemkey.ErrPermanent; errors.As finds the *idemkey.PermanentError,
+// whose Class names the fault): a missing table, denied access, a staged
+// write it rejects as invalid (txn.ErrValidation, or txn.ErrCanceled for a
+// cancellation with another reason than throttling or a conflict, such as
+// an item collection over its size limit: Class
+// dynamostore.ClassInvalidWrite), or a key record and staged writes of
+// more than txn.MaxActions actions (txn.ErrTooManyActions, without a call:
+// Class dynamostore.ClassTooManyActions). Nothing was committed; the
+// function's configuration, tables, permissions or staged writes need a
+// change.
 type StoreMisconfiguredError struct{ cause }
 
 // LockLostError: the key's lock lease ran out while the function ran and
@@ -56,11 +65,15 @@ type StoreMisconfiguredError struct{ cause }
 // output and staged writes were not committed.
 type LockLostError struct{ cause }
 
-// StagedWriteError: the writes the function staged on its *txn.Tx were
-// refused (a condition failed, a conflict persisted, DynamoDB rejected
-// them as invalid: txn.ErrConditionFailed, txn.ErrConflict,
-// txn.ErrValidation and the other errors of package txn). Nothing was
-// written and the key was released.
+// StagedWriteError: the commit of the writes the function staged on its
+// *txn.Tx was refused because a staged action failed its condition
+// (txn.ErrConditionFailed; errors.As finds the *txn.ConditionFailedError),
+// or because DynamoDB refused the commit's ClientRequestToken, used
+// before with other parameters (txn.ErrTokenMismatch). Nothing was written
+// and the key was released. The other refusals of staged writes have the
+// type of their fault: a *StoreMisconfiguredError for a write DynamoDB
+// rejects as invalid or for too many actions, a *StoreUnavailableError for
+// writes that kept conflicting or were cancelled only for throttling.
 type StagedWriteError struct{ cause }
 
 // StoredOutputError: the key's first execution completed, but its stored
@@ -80,6 +93,10 @@ type IdempotencyError struct{ cause }
 
 // errorClasses maps the protocol's errors to this package's types, first
 // match first. A new class of error is one line here and one type above.
+// The errors of package txn that the Guard wraps in an
+// *idemkey.PermanentError (txn.ErrValidation, txn.ErrTooManyActions, some
+// txn.ErrCanceled) or an *idemkey.UnavailableError (txn.ErrConflict, the
+// other txn.ErrCanceled) match those rows, before any row of package txn.
 var errorClasses = []struct {
 	target error
 	wrap   func(cause) error
@@ -94,10 +111,6 @@ var errorClasses = []struct {
 	{ErrOutputOmitted, func(c cause) error { return &StoredOutputError{c} }},
 	{ErrOutputUndecodable, func(c cause) error { return &StoredOutputError{c} }},
 	{txn.ErrConditionFailed, func(c cause) error { return &StagedWriteError{c} }},
-	{txn.ErrConflict, func(c cause) error { return &StagedWriteError{c} }},
-	{txn.ErrValidation, func(c cause) error { return &StagedWriteError{c} }},
-	{txn.ErrTooManyActions, func(c cause) error { return &StagedWriteError{c} }},
-	{txn.ErrCanceled, func(c cause) error { return &StagedWriteError{c} }},
 	{txn.ErrTokenMismatch, func(c cause) error { return &StagedWriteError{c} }},
 }
 

@@ -118,13 +118,17 @@ type FuncOptions[In any] struct {
 // so that Lambda's errorType names it too, and wraps its cause, so that
 // errors.Is and errors.As see the sentinel and typed errors underneath:
 // *KeyError (ErrNoKey), *ScopeError, *FingerprintError,
-// *StoreUnavailableError (idemkey.ErrUnavailable: DynamoDB cannot be
-// reached, fn does not run), *StoreMisconfiguredError (idemkey.ErrPermanent:
-// a missing table, denied access, an invalid write), *LockLostError,
-// *StagedWriteError (the
-// errors of package txn), *StoredOutputError (ErrOutputOmitted,
-// ErrOutputUndecodable), *OutputEncodingError, and *IdempotencyError for
-// any other error of idemkey.Guard.Do.
+// *StoreUnavailableError (idemkey.ErrUnavailable: DynamoDB could not be
+// reached or answered with a transient failure, staged writes that kept
+// conflicting included: txn.ErrConflict; nothing was committed),
+// *StoreMisconfiguredError (idemkey.ErrPermanent: a missing table, denied
+// access, a staged write DynamoDB rejects as invalid: txn.ErrValidation,
+// too many staged writes: txn.ErrTooManyActions), *LockLostError,
+// *StagedWriteError (a staged action's condition failed:
+// txn.ErrConditionFailed; a reused ClientRequestToken: txn.ErrTokenMismatch),
+// *StoredOutputError (ErrOutputOmitted, ErrOutputUndecodable),
+// *OutputEncodingError, and *IdempotencyError for any other error of
+// idemkey.Guard.Do.
 //
 // Idempotent panics if store, fn or Key is nil, if Name is empty or longer
 // than MaxNameBytes, or if the options set neither Scope nor SingleCaller

@@ -52,7 +52,7 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 // shared by all callers:
 //
 //	REST API (v1)     when requestContext.authorizer is not empty:
-//	                  "jwt:" + authorizer.claims[JWTClaim] (Cognito user
+//	                  the JWT caller of authorizer.claims (Cognito user
 //	                  pool) or "authorizer:" + the first AuthorizerKeys
 //	                  value (Lambda authorizer), else ErrNoScope;
 //	                  else the IAM caller (IAM authorization) of
@@ -60,7 +60,7 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 //	                  userArn, caller, as below;
 //	                  else "apikey:" + identity.apiKeyId, when set;
 //	                  else ErrNoScope (no authorization).
-//	HTTP API (v2)     JWT authorizer: "jwt:" + claims[JWTClaim];
+//	HTTP API (v2)     JWT authorizer: the JWT caller of its claims;
 //	                  Lambda authorizer: "authorizer:" + the first
 //	                  AuthorizerKeys value of its context;
 //	                  IAM: the IAM caller of authorizer.iam:
@@ -79,6 +79,12 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 //	                  a listener that authenticates users, the user of the
 //	                  x-amzn-oidc-data header, once its signature is
 //	                  verified).
+//
+// The JWT caller is "jwt:" + the length of the iss claim in decimal + ":"
+// + the iss claim + ":" + claims[JWTClaim]: the claim that names a caller
+// (sub by default) is unique only within its issuer, and one API can
+// trust several issuers. A token without an iss claim counts as the issuer
+// of length 0.
 //
 // The IAM caller is, in this order: a Cognito identity pool's identity,
 // "cognito:" + the length of the pool id in decimal + ":" + the pool id +
@@ -162,7 +168,7 @@ func scopeV1(e *events.APIGatewayProxyRequest, o ScopeOptions) (string, error) {
 	if auth := e.RequestContext.Authorizer; len(auth) > 0 {
 		if claims, ok := auth["claims"].(map[string]any); ok {
 			if v := scalar(claims[o.JWTClaim]); v != "" {
-				return "jwt:" + v, nil
+				return jwtScope(scalar(claims["iss"]), v), nil
 			}
 		}
 		return authorizerScope(auth, o)
@@ -184,7 +190,7 @@ func scopeV2(e *events.APIGatewayV2HTTPRequest, o ScopeOptions) (string, error) 
 		return "", unauthenticated("the HTTP API route has no authorizer")
 	case a.JWT != nil:
 		if v := a.JWT.Claims[o.JWTClaim]; v != "" {
-			return "jwt:" + v, nil
+			return jwtScope(a.JWT.Claims["iss"], v), nil
 		}
 		return "", fmt.Errorf("%w: the JWT has no %q claim", ErrNoScope, o.JWTClaim)
 	case a.Lambda != nil:
@@ -194,6 +200,14 @@ func scopeV2(e *events.APIGatewayV2HTTPRequest, o ScopeOptions) (string, error) 
 		return iamCaller{poolID: cog.IdentityPoolID, identityID: cog.IdentityID, arn: a.IAM.UserARN, callerID: a.IAM.CallerID}.scope()
 	}
 	return "", fmt.Errorf("%w: the authorizer section names no JWT, Lambda authorizer or IAM caller", ErrNoScope)
+}
+
+// jwtScope is the scope of a token's caller: its issuer and the claim
+// that identifies it, which is unique only within its issuer (two
+// authorizers of one API may trust two issuers). The issuer's length
+// keeps the pair unambiguous.
+func jwtScope(iss, id string) string {
+	return "jwt:" + strconv.Itoa(len(iss)) + ":" + iss + ":" + id
 }
 
 func authorizerScope(ctx map[string]any, o ScopeOptions) (string, error) {

@@ -99,7 +99,7 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		}), "authorizer:admin", nil},
 		{"v1 Cognito authorizer and API key: the sub claim", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": "u-2"}}
-		}), "jwt:u-2", nil},
+		}), "jwt:0::u-2", nil},
 		{"v1 authorizer without identity, with an API key", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Authorizer = map[string]any{"clientId": "x"}
 		}), "", idemlambda.ErrNoScope},
@@ -127,7 +127,7 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		{"v1 Cognito authorizer: the sub claim", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Identity.APIKeyID = ""
 			e.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": "u-1"}}
-		}), "jwt:u-1", nil},
+		}), "jwt:0::u-1", nil},
 		{"v1 authorizer without identity", v1(func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.Identity.APIKeyID = ""
 			e.RequestContext.Authorizer = map[string]any{"clientId": "x"}
@@ -147,7 +147,7 @@ func TestScopeRulesFallBackInTheirDocumentedOrder(t *testing.T) {
 		}), "", idemlambda.ErrNoScope},
 		{"v2 JWT with sub", v2("apigw-v2-request-jwt-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.JWT.Claims["sub"] = "user-7"
-		}), "jwt:user-7", nil},
+		}), "jwt:0::user-7", nil},
 		{"v2 Lambda authorizer with principalId", v2("apigw-v2-request-lambda-authorizer.json", func(e *events.APIGatewayV2HTTPRequest) {
 			e.RequestContext.Authorizer.Lambda["principalId"] = "p-1"
 		}), "authorizer:p-1", nil},
@@ -215,7 +215,7 @@ func TestScopeOptionsNameTheClaimAndTheAuthorizerKeys(t *testing.T) {
 	got, err := scopeOf(t, must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-jwt-authorizer.json")),
 		idemlambda.EventScope(func(o *idemlambda.ScopeOptions) { o.JWTClaim = "claim2" }))
 	require.NoError(t, err)
-	assert.Equal(t, "jwt:value2", got)
+	assert.Equal(t, "jwt:0::value2", got)
 
 	got, err = scopeOf(t, must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-lambda-authorizer.json")),
 		idemlambda.EventScope(func(o *idemlambda.ScopeOptions) { o.AuthorizerKeys = []string{"missing", "key"} }))
@@ -226,4 +226,44 @@ func TestScopeOptionsNameTheClaimAndTheAuthorizerKeys(t *testing.T) {
 func TestScopeOutsideAFrontDoorIsAnError(t *testing.T) {
 	_, err := idemlambda.Scope(httptest.NewRequest("POST", "/", nil))
 	assert.ErrorIs(t, err, idemlambda.ErrNoEvent)
+}
+
+// A sub is unique only within its issuer: behind two authorizers that trust
+// two issuers, one sub is two callers, and never one scope.
+func TestJWTCallersOfTwoIssuersWithOneSubHaveTwoScopes(t *testing.T) {
+	v2 := func(iss string) events.APIGatewayV2HTTPRequest {
+		ev := must[events.APIGatewayV2HTTPRequest](t, sample(t, "apigw-v2-request-jwt-authorizer.json"))
+		ev.RequestContext.Authorizer.JWT.Claims["sub"] = "user-7"
+		ev.RequestContext.Authorizer.JWT.Claims["iss"] = iss
+		return ev
+	}
+	v1 := func(iss string) events.APIGatewayProxyRequest {
+		ev := must[events.APIGatewayProxyRequest](t, sample(t, "apigw-request.json"))
+		ev.RequestContext.Authorizer = map[string]any{"claims": map[string]any{"sub": "user-7", "iss": iss}}
+		return ev
+	}
+	const a, b = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_A", "https://issuer.example.com"
+	for name, ev := range map[string][2]any{"HTTP API": {v2(a), v2(b)}, "REST API": {v1(a), v1(b)}} {
+		first, err := scopeOf(t, ev[0], idemlambda.Scope)
+		require.NoError(t, err, name)
+		second, err := scopeOf(t, ev[1], idemlambda.Scope)
+		require.NoError(t, err, name)
+		assert.Equal(t, "jwt:55:"+a+":user-7", first, name)
+		assert.Equal(t, "jwt:26:"+b+":user-7", second, name)
+	}
+	// The issuer's length keeps the pair unambiguous: issuer "x:1" with
+	// sub "2" is not issuer "x" with sub "1:2".
+	s1, err := scopeOf(t, func() events.APIGatewayV2HTTPRequest {
+		ev := v2("x:1")
+		ev.RequestContext.Authorizer.JWT.Claims["sub"] = "2"
+		return ev
+	}(), idemlambda.Scope)
+	require.NoError(t, err)
+	s2, err := scopeOf(t, func() events.APIGatewayV2HTTPRequest {
+		ev := v2("x")
+		ev.RequestContext.Authorizer.JWT.Claims["sub"] = "1:2"
+		return ev
+	}(), idemlambda.Scope)
+	require.NoError(t, err)
+	assert.NotEqual(t, s1, s2)
 }

@@ -96,7 +96,7 @@ func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc 
 
 // verifiedCaller passes on, in place of the bearer token, the identity
 // API Gateway verified when the route has an authorizer (lambda.Scope:
-// "jwt:" and the token's sub claim behind a JWT authorizer). The API
+// the token's issuer and sub claim behind a JWT authorizer). The API
 // hashes the bearer token into the caller, so it then sees one caller per
 // subject, whose payments and keys survive the refresh of its token.
 // Without an authorizer the request passes unchanged.
