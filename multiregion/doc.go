@@ -47,7 +47,9 @@
 // throttling after the SDK's retries), HomeRegion fails closed: Claim
 // returns a *RegionError that wraps the *dynamostore.StoreError, the Guard
 // answers 503 with Retry-After, and nothing executes. No duplicate is
-// possible; the keys homed in that region are unavailable for the outage.
+// possible (on a table where no Store with Failover has run within the
+// records' lifetime: see below); the keys homed in that region are
+// unavailable for the outage.
 //
 // Strong is for multi-Region strongly consistent (MRSC) tables, whose
 // conditional writes are linearizable across regions: any region may serve
@@ -64,13 +66,26 @@
 //
 // Options.Failover lets HomeRegion trade that unavailability for a stated
 // risk: a claim whose home region cannot be reached goes to the next
-// reachable region of the key's order. The risk: a key whose home region
-// executed it within the replication lag before the outage, and whose
-// record had not left the home region when it went dark, executes again in
-// the failover region. Duplicates are possible for exactly those keys, and
-// every one of them is reported: each failover decision goes to
-// Options.Observer (EventFailover), and Reconcile reports every key that
-// executed in two regions (EventTwoRegionExecution).
+// reachable region of the key's order. The risk: a key that a region
+// executed within the replication lag before that region became
+// unreachable, whose record (home or failover) had not left it, executes
+// again in the region its retry reaches instead:
+//
+//   - executed in its home, which then went dark: again in the failover
+//     region;
+//   - executed in a failover region, which then went dark too while the
+//     home was still dark: again in the next region of the key's order
+//     (so a key can execute once per region it fails over to);
+//   - executed in a failover region, which went dark after the home came
+//     back and before its failover record had replicated there: again in
+//     the home (the fence below finds nothing to read).
+//
+// Duplicates are possible for exactly those keys (and for the keys a
+// Store with Failover off executes again, below), and every one of them is
+// reported: each failover decision goes to Options.Observer
+// (EventFailover), and Reconcile reports every key that executed in two
+// regions (EventTwoRegionExecution), home and failover or two failover
+// regions.
 //
 // The fence is designed to survive last-writer-wins. A failover claim never
 // writes the key's home record (the item whose home region may hold an
@@ -120,11 +135,31 @@
 //     before its region became unreachable, the stated risk, and Reconcile
 //     reports it. This costs one cross-region consistent GetItem per other
 //     region for each first execution in failover mode (the regions are
-//     read in parallel), and nothing for replays.
+//     read in parallel), and nothing for replays. The same fence runs
+//     during a topology change, while failover itself is suspended, over
+//     every region of both topologies: a failover record written before
+//     the change may lie in a region the active topology does not list,
+//     or in the active home itself when the consulted topology homes the
+//     key elsewhere; a region the process has no client for is read in
+//     the home's replica.
 //   - Reconcile lists the failover records (one filtered Scan per region),
 //     promotes each into an absent home record with a claim whose condition
 //     holds only while the key is absent, expired or abandoned, and reports
 //     every key whose home record was written by a different execution.
+//
+// Only a Store with Failover on runs that fence: a Store with Failover
+// off claims the home record alone, so a key that a failover region
+// executed (and that neither a fenced home claim nor Reconcile has promoted
+// home yet) executes again there. Failover must therefore stay on in every
+// process of the fleet until the table holds no live failover record: a
+// Reconcile, run after the last failover decision (EventFailover) of any
+// process, that reports FailoverRecords == 0 with nothing Pending or
+// Unreachable. A failover record stays until Retention after the later
+// of its lock's end and its completion (dynamostore.Options.Lease and
+// Retention), so that is never sooner than Lease + Retention after the
+// last failover.
+// Turning Failover off earlier, or running Failover-off processes beside
+// Failover-on ones, re-opens the duplicates the fence closes.
 //
 // Detection does not depend on timing: a failover execution and a home
 // execution of one key leave two records under two partition keys that

@@ -135,7 +135,11 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 	c, err := home.store.Claim(ctx, req)
 	if err == nil {
 		if c.Outcome == dynamostore.Acquired && s.opts.Failover && len(order) > 1 {
-			return s.fenceCheck(ctx, req, order, c)
+			others := make([]string, 0, len(order)-1)
+			for _, x := range order[1:] {
+				others = append(others, x.name)
+			}
+			return s.fenceCheck(ctx, req, home, others, c)
 		}
 		return userClaim(c), nil
 	}
@@ -212,13 +216,19 @@ func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time)
 	return 0, false
 }
 
-// fenceCheck runs after a claim acquired in the home region with failover
-// on: a failover record of the key may exist in another region, written
-// while the home region was unreachable. Each one is read in the region
-// that wrote it (the only writer of that item, so its consistent read is
-// authoritative there); the regions are read in parallel. When the writer
-// cannot be read, the copy replicated into the home region decides
-// instead (EventFenceFromReplica). Then, per failover record:
+// fenceCheck runs after a claim acquired in the home region h with
+// failover on: a failover record of the key may exist in another region,
+// written while the home region was unreachable. others names the regions
+// that could hold one (in HomeRegion mode, the other regions of the key's
+// order; during a topology change, every region of both topologies but
+// the claim's home, and that home too when the consulted topology homes
+// the key elsewhere). Each one is read in the region that wrote it (the
+// only writer of that item, so its consistent read is authoritative
+// there); the regions are read in parallel. When the writer cannot be
+// read, the copy replicated into the home region decides instead
+// (EventFenceFromReplica); so it does, without an event, for a region the
+// Store has no client for (a region of the other topology during a
+// change). Then, per failover record:
 //
 //   - completed: it is promoted into the home record (the home claim
 //     commits its response, marked with its execution) and answers the
@@ -239,37 +249,52 @@ func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time)
 // When a decision cannot be established (the home replica cannot be read
 // either, or an abandoned record cannot be retired), the home claim is
 // released and the request fails closed with a *RegionError.
-func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*region, home *dynamostore.Claim) (*dynamostore.Claim, error) {
-	h := order[0]
+func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, others []string, home *dynamostore.Claim) (*dynamostore.Claim, error) {
 	type read struct {
 		rec *dynamostore.Record
 		err error
 	}
-	reads := make([]read, len(order)-1)
+	reads := make([]read, len(others))
 	var wg sync.WaitGroup
-	for i, x := range order[1:] {
+	for i, name := range others {
+		x := s.byName[name]
+		if x == nil {
+			// No client for the writer (a region of the other topology
+			// this process does not list): as unreachable, the home
+			// replica decides.
+			reads[i] = read{err: &dynamostore.StoreError{Op: "GetItem", Err: fmt.Errorf("%w: %q", ErrRegionNotConfigured, name)}}
+			continue
+		}
 		wg.Go(func() {
 			rec, err := x.store.Get(ctx, failoverScope(req.Scope, x.name), req.Key)
 			reads[i] = read{rec, err}
 		})
 	}
 	wg.Wait()
-	event := func(kind EventKind, x *region, err error) Event {
-		return Event{Kind: kind, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x.name, Err: err}
+	event := func(kind EventKind, x string, err error) Event {
+		return Event{Kind: kind, Scope: req.Scope, Key: req.Key, Home: h.name, Region: x, Err: err}
 	}
-	closed := func(x *region, err error) (*dynamostore.Claim, error) {
+	closed := func(x string, err error) (*dynamostore.Claim, error) {
 		_ = h.store.Release(ctx, home) // best effort: the lock expires after its lease
 		s.observe(event(EventFailClosed, x, err))
-		return nil, &RegionError{Regions: []string{x.name, h.name}, Err: err}
+		return nil, &RegionError{Regions: []string{x, h.name}, Err: err}
 	}
-	for i, x := range order[1:] {
+	for i, x := range others {
 		rec, err := reads[i].rec, reads[i].err
 		fromReplica := false
 		if unavailable(ctx, err) {
-			s.observe(event(EventFenceFromReplica, x, err))
+			// A region this process does not list is read this way on
+			// every claim of a change: it is not reported, as it says
+			// nothing about that region's health.
+			unlisted := s.byName[x] == nil
+			if !unlisted {
+				s.observe(event(EventFenceFromReplica, x, err))
+			}
 			fromReplica = true
-			if rec, err = h.store.Get(ctx, failoverScope(req.Scope, x.name), req.Key); errors.Is(err, dynamostore.ErrNotFound) {
-				s.observe(event(EventFenceCheckSkipped, x, reads[i].err))
+			if rec, err = h.store.Get(ctx, failoverScope(req.Scope, x), req.Key); errors.Is(err, dynamostore.ErrNotFound) {
+				if !unlisted {
+					s.observe(event(EventFenceCheckSkipped, x, reads[i].err))
+				}
 				continue
 			}
 		}
@@ -287,7 +312,7 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, order []*re
 			if fromReplica {
 				return closed(x, reads[i].err)
 			}
-			retired, rerr := s.retire(ctx, req, x)
+			retired, rerr := s.retire(ctx, req, s.byName[x])
 			switch {
 			case unavailable(ctx, rerr):
 				return closed(x, rerr)

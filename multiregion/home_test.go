@@ -138,3 +138,28 @@ func TestHomeOrderWeightsAreUniform(t *testing.T) {
 	assert.Less(t, chi, 13.8, "chi-square with 2 degrees of freedom, p = 0.001")
 	assert.False(t, math.IsNaN(chi))
 }
+
+func TestNewCopiesPinsSoChangingTheCallersMapChangesNothing(t *testing.T) {
+	p := map[string]string{"eu-tenant": "eu-west-1"}
+	s, err := multiregion.New(offline(three...), func(o *multiregion.Options) {
+		o.Mode = multiregion.HomeRegion
+		o.Eviction = multiregion.EvictBySweeper
+		o.Pins = p
+	})
+	require.NoError(t, err)
+	want := map[string][]string{}
+	for i := range 20 {
+		key := fmt.Sprintf("k%d", i)
+		want["eu-tenant/"+key] = s.Order("eu-tenant", key)
+		want["other/"+key] = s.Order("other", key)
+	}
+
+	p["eu-tenant"] = "us-east-1"
+	p["other"] = "ap-southeast-2"
+	for i := range 20 {
+		key := fmt.Sprintf("k%d", i)
+		assert.Equal(t, want["eu-tenant/"+key], s.Order("eu-tenant", key))
+		assert.Equal(t, "eu-west-1", s.Home("eu-tenant", key))
+		assert.Equal(t, want["other/"+key], s.Order("other", key))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -110,14 +111,28 @@ type Options struct {
 	// Pins maps a scope to the home region of all its keys (HomeRegion
 	// only), e.g. a tenant whose data must stay in one region. Scopes not
 	// in Pins are homed by HomeOrder. The other regions follow in HomeOrder
-	// as the failover order.
+	// as the failover order. New copies the map: changing it afterwards
+	// changes nothing (pins change through a new Store and the topology
+	// record, see AdvanceTopology).
 	Pins map[string]string
 	// Failover (HomeRegion only) lets a claim whose home region cannot be
-	// reached go to the next reachable region of the key's order. Off by
-	// default: then such a request is refused as unavailable and nothing
-	// can execute twice. On, a key that executed in its home region within
-	// the replication lag before the outage can execute again; Reconcile
-	// reports every such key. See the package documentation.
+	// reached go to the next reachable region of the key's order, and
+	// makes every first execution in the home read the key's failover
+	// records first (the fence). On, a key that a region (its home or a
+	// failover region) executed within the replication lag before that
+	// region became unreachable can execute again in the region its retry
+	// reaches instead; Reconcile reports every such key.
+	//
+	// Off (the default), such a request is refused as unavailable and no
+	// key executes twice, on a table where no Store with Failover on has
+	// left a live failover record. A Store with Failover off does not run
+	// the fence: a key a failover region executed executes again at home
+	// (unless it was promoted there). So once any process has run with
+	// Failover on, keep it on in every process until a Reconcile run after
+	// the last failover decision (EventFailover) reports FailoverRecords
+	// == 0 with nothing Pending or Unreachable: never sooner than
+	// dynamostore's Lease + Retention after that failover, the lifetime of
+	// a failover record. See the package documentation.
 	Failover bool
 	// Effects declares how the service writes its effects (default
 	// EffectsStaged). Strong mode refuses EffectsStaged; HomeRegion mode
@@ -253,6 +268,9 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		fn(&s.opts)
 	}
 	o := &s.opts
+	// The Store keeps its own copy: a caller changing the map after New
+	// would otherwise re-home keys, racing with the requests that read it.
+	o.Pins = maps.Clone(o.Pins)
 	bad := func(field, reason string) error {
 		return &ConfigError{Mode: o.Mode, Field: field, Reason: reason, Err: ErrInvalidConfig}
 	}
@@ -401,8 +419,10 @@ func (s *Store) order(scope, key string) []*region {
 // the record changes, the claim goes to the key's home under the active
 // topology, with a consistent read of its home under the consulted one
 // before and after it (a live record there answers the request), and
-// failover is suspended; a key homed in a region the Store has no client
-// for gets a *RegionError wrapping ErrRegionNotConfigured.
+// failover is suspended (an unreachable home fails closed), but with
+// Failover the fence still runs, over the regions of both topologies; a
+// key homed in a region the Store has no client for gets a *RegionError
+// wrapping ErrRegionNotConfigured.
 //
 // HomeRegion mode: the claim goes to the key's home region. When that
 // region cannot be reached, Claim fails with a *RegionError (wrapping the

@@ -609,3 +609,68 @@ func TestHomeExecutionGoesAheadWhenAFailoverRecordCannotBeRead(t *testing.T) {
 	assert.Equal(t, int64(1), svc.executed.Load())
 	assert.Equal(t, int64(1), w.counters.Count(multiregion.EventFenceCheckSkipped), "the unread region is reported; Reconcile covers it")
 }
+
+// TestStoreWithoutFailoverExecutesAgainAKeyAFailoverStoreExecuted: only a
+// Store with Failover on reads the failover records before executing at
+// home. A key executed by failover while its home was dark, retried at
+// home through a Store with Failover off (a fleet redeployed without it),
+// executes again; Reconcile reports the duplicate. Hence the rule of
+// Options.Failover: keep it on until Reconcile has found no live failover
+// record for a full Retention after the last failover.
+func TestStoreWithoutFailoverExecutesAgainAKeyAFailoverStoreExecuted(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	home := "eu-west-1"
+	key := keyHomedIn(t, home)
+
+	withFailover := newService(t, w.router(failoverMode))
+	w.cluster.CutOff(home)
+	first := withFailover.post(key, `{"amount":7}`)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	w.cluster.Restore(home)
+
+	router := w.router(homeMode)
+	withoutFailover := newService(t, router)
+	retry := withoutFailover.post(key, `{"amount":7}`)
+	assert.Equal(t, http.StatusCreated, retry.status, retry.body)
+	assert.Empty(t, retry.header.Get(handler.ReplayedHeader), "executed again: the failover record was not read")
+	assert.Equal(t, int64(1), withoutFailover.executed.Load())
+
+	rep, err := router.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rep.TwoRegion, 1)
+	assert.Equal(t, []string{home, router.Order(tenant, key)[1]}, rep.TwoRegion[0].Regions())
+}
+
+// TestSecondFailoverRegionCanExecuteAKeyTheFirstExecuted: the home is dark
+// and the key executes in its first failover region B; B then becomes
+// unreachable too, before its failover record has replicated. The retry
+// goes to the next region C, which cannot see B's record, and executes
+// again: a duplicate the home never executed, within B's replication lag.
+// Reconcile reports it.
+func TestSecondFailoverRegionCanExecuteAKeyTheFirstExecuted(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	router := w.router(failoverMode)
+	svc := newService(t, router)
+	home := "eu-west-1"
+	key := keyHomedIn(t, home)
+	order := router.Order(tenant, key)
+	b, c := order[1], order[2]
+
+	w.cluster.CutOff(home)
+	first := svc.post(key, `{"amount":9}`)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	w.cluster.CutOff(b)
+	retry := svc.post(key, `{"amount":9}`)
+	assert.Equal(t, http.StatusCreated, retry.status, retry.body)
+	assert.Empty(t, retry.header.Get(handler.ReplayedHeader))
+	assert.Equal(t, int64(2), svc.executed.Load(), "executed in two failover regions")
+	assert.Equal(t, []string{key + "#2"}, w.effects(c, key))
+
+	w.cluster.Restore(home)
+	w.cluster.Restore(b)
+	rep, err := router.Reconcile(context.Background())
+	require.NoError(t, err)
+	require.Len(t, rep.TwoRegion, 1)
+	assert.Equal(t, []string{b, c}, rep.TwoRegion[0].Regions(), "the first is promoted home, the second reported")
+	assert.Equal(t, 1, rep.Promoted)
+}

@@ -527,8 +527,20 @@ func (s *Store) route(rec *TopologyRecord, scope, key string) (routed, error) {
 // changeClaim is Claim in HomeRegion mode while the topology record
 // changes: a claim in the key's home under the active topology, after and
 // before a consistent read of its home under the consulted one. Failover
-// is suspended: an unreachable home fails closed.
+// is suspended: an unreachable home fails closed, and no failover record
+// is written. The failover fence is not: with Failover on, a claim
+// acquired in the home (and not answered by the consulted home) runs
+// fenceCheck before it is returned, over the failover records that
+// execution before the change may have left, in every region of either
+// topology but the claim's home (each read where it was written, or in the
+// home's replica when this process has no client for that region), and in
+// the claim's home itself when the consulted topology homes the key
+// elsewhere (it was a failover region there). Scopes are checked as in
+// homeClaim.
 func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *TopologyRecord) (*dynamostore.Claim, error) {
+	if err := s.checkScope(req.Scope); err != nil {
+		return nil, err
+	}
 	rt, err := s.route(rec, req.Scope, req.Key)
 	if err != nil {
 		return nil, err
@@ -536,6 +548,13 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 	failClosed := func(r *region, err error) error {
 		s.observe(Event{Kind: EventFailClosed, Scope: req.Scope, Key: req.Key, Home: rt.home.name, Region: r.name, Err: err})
 		return &RegionError{Regions: []string{r.name}, Err: err}
+	}
+	// acquired returns the claim acquired in the home, after the fence.
+	acquired := func(c *dynamostore.Claim) (*dynamostore.Claim, error) {
+		if others := fenceRegions(rec, req.Scope, req.Key, rt); s.opts.Failover && len(others) > 0 {
+			return s.fenceCheck(ctx, req, rt.home, others, c)
+		}
+		return userClaim(c), nil
 	}
 	if rt.other != nil {
 		// A record in the consulted home decides the request without a
@@ -554,8 +573,10 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 		return nil, failClosed(rt.home, err)
 	case err != nil:
 		return nil, err
-	case c.Outcome != dynamostore.Acquired || rt.other == nil:
+	case c.Outcome != dynamostore.Acquired:
 		return userClaim(c), nil
+	case rt.other == nil:
+		return acquired(c)
 	}
 	out, err := s.consult(ctx, req, rt.other, c)
 	switch {
@@ -566,7 +587,7 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 		}
 		return nil, err
 	case out == nil:
-		return userClaim(c), nil
+		return acquired(c)
 	case out.Outcome == dynamostore.Replay:
 		// Copy the consulted home's response into the active home, so
 		// that retries are answered there too. On failure the claim is
@@ -578,6 +599,26 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 	// lease, not deleted. The other side's later writes are newer and win
 	// over it in both regions; a replicated delete could erase them.
 	return out, nil
+}
+
+// fenceRegions returns the regions whose failover record of (scope, key)
+// a home claim routed as rt under the changing record rec must read: every
+// region of the active and the consulted topology, the key's failover
+// orders under each first, except the claim's home. A failover record
+// written before the change, under the topology now consulted, may lie in
+// a region the active topology does not list (a region being removed), or
+// in the claim's home itself when the consulted topology homes the key
+// elsewhere: that home is included then.
+func fenceRegions(rec *TopologyRecord, scope, key string, rt routed) []string {
+	var names []string
+	for _, t := range []Topology{rec.Active, *rec.Consulted} {
+		for _, name := range t.Order(scope, key) {
+			if (name != rt.home.name || rt.other != nil) && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
 }
 
 // consult reads (scope, key) in other, the key's home under the consulted

@@ -2,7 +2,9 @@ package multiregion_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkey/idemkey"
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/multiregion"
 )
 
@@ -231,4 +236,168 @@ func TestTopologyRefreshIsBoundedWhenARegionDoesNotAnswer(t *testing.T) {
 	require.False(t, held.IsZero(), "the silent region's read has a deadline of its own")
 	assert.True(t, held.Before(outerDeadline.Add(-50*time.Second)),
 		"it is bounded by TopologyReadTimeout, not by the request's deadline (held until %v, request until %v)", held, outerDeadline)
+}
+
+// writerOtherThan returns a region of w other than the named ones, to
+// write the topology record through while they are cut off.
+func writerOtherThan(t *testing.T, w *world, names ...string) multiregion.Region {
+	t.Helper()
+	for _, r := range w.regions {
+		if !slices.Contains(names, r.Name) {
+			return r
+		}
+	}
+	t.Fatalf("every region is excluded")
+	return multiregion.Region{}
+}
+
+// TestHomeClaimDuringATopologyChangeRunsTheFailoverFence: a key executes
+// in its failover region while its home is dark; the home is back and a
+// change that does not move the key (a pin of another scope) is in
+// progress. The retry at home reads the failover record, as a claim does
+// between changes: it is promoted and replayed, not executed again.
+func TestHomeClaimDuringATopologyChangeRunsTheFailoverFence(t *testing.T) {
+	w := newWorld(t, time.Hour, false) // the failover record never replicates
+	ctx := context.Background()
+	home := "eu-west-1"
+	key := keyHomedIn(t, home)
+	writer := writerOtherThan(t, w, home)
+	t1 := multiregion.Topology{Regions: three}
+	_, err := multiregion.AdvanceTopology(ctx, writer, t1)
+	require.NoError(t, err)
+
+	router := w.router(failoverMode, refresh(time.Second))
+	svc := newService(t, router)
+	_, err = router.CheckTopology(ctx)
+	require.NoError(t, err)
+
+	w.cluster.CutOff(home)
+	first := svc.post(key, `{"amount":5}`)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	require.Equal(t, int64(1), w.counters.Count(multiregion.EventFailover))
+	w.cluster.Restore(home)
+
+	t2 := multiregion.Topology{Regions: three, Pins: map[string]string{"some-other-tenant": three[0]}}
+	require.Equal(t, t1.Home(tenant, key), t2.Home(tenant, key))
+	_, err = multiregion.AdvanceTopology(ctx, writer, t2) // prepare
+	require.NoError(t, err)
+	w.advance(2 * time.Second) // past TopologyRefresh
+	rec, err := router.CheckTopology(ctx)
+	require.NoError(t, err)
+	require.True(t, rec.Changing())
+
+	retry := svc.post(key, `{"amount":5}`)
+	assert.Equal(t, http.StatusCreated, retry.status, retry.body)
+	assert.Equal(t, "true", retry.header.Get(handler.ReplayedHeader))
+	assert.Equal(t, first.body, retry.body)
+	assert.Equal(t, int64(1), svc.executed.Load(), "no second execution in the home region")
+	assert.Equal(t, int64(1), w.counters.Count(multiregion.EventPromoted))
+	for _, r := range three {
+		assert.LessOrEqual(t, len(w.effects(r, key)), 1, "region %s", r)
+	}
+
+	// As between changes, a scope that could name a failover record is refused.
+	_, err = router.Claim(ctx, idemkey.Request{Scope: tenant + "\x00failover@" + home, Key: key, Fingerprint: fp("x")})
+	assert.ErrorIs(t, err, dynamostore.ErrInvalidRequest)
+}
+
+// TestHomeClaimAfterASwitchFencesAFailoverExecutionInTheNewHome: a key
+// executes in its failover region h2 while its home h1 is dark; then a pin
+// moves the key's home to h2. After the switch the claim goes to h2's home
+// record, and the consulted home h1 holds nothing: the failover record h2
+// wrote under the old topology, beside the new home record, is what the
+// fence finds. It is promoted and replayed.
+func TestHomeClaimAfterASwitchFencesAFailoverExecutionInTheNewHome(t *testing.T) {
+	w := newWorld(t, time.Hour, false)
+	ctx := context.Background()
+	key := keyHomedIn(t, three[0])
+	order := multiregion.HomeOrder(tenant, key, three)
+	h1, h2 := order[0], order[1]
+	writer := writerOtherThan(t, w, h1)
+	t1 := multiregion.Topology{Regions: three}
+	p := map[string]string{tenant: h2}
+	t2 := multiregion.Topology{Regions: three, Pins: p}
+	_, err := multiregion.AdvanceTopology(ctx, writer, t1)
+	require.NoError(t, err)
+
+	old := newService(t, w.router(failoverMode))
+	w.cluster.CutOff(h1)
+	first := old.post(key, `{"amount":8}`)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	require.Equal(t, int64(1), w.counters.Count(multiregion.EventFailover))
+	_, err = w.store(h2).Get(ctx, tenant+"\x00failover@"+h2, key)
+	require.NoError(t, err, "the failover execution ran in h2")
+	w.cluster.Restore(h1)
+
+	_, err = multiregion.AdvanceTopology(ctx, writer, t2) // prepare
+	require.NoError(t, err)
+	rec, err := multiregion.AdvanceTopology(ctx, writer, t2) // switch
+	require.NoError(t, err)
+	require.True(t, rec.Active.Equal(t2))
+	newRouter := w.router(failoverMode, pins(p))
+	_, err = newRouter.CheckTopology(ctx)
+	require.NoError(t, err)
+
+	next := newService(t, newRouter)
+	retry := next.post(key, `{"amount":8}`)
+	assert.Equal(t, http.StatusCreated, retry.status, retry.body)
+	assert.Equal(t, "true", retry.header.Get(handler.ReplayedHeader))
+	assert.Equal(t, first.body, retry.body)
+	assert.Equal(t, int64(1), old.executed.Load()+next.executed.Load(), "executed once")
+	assert.Equal(t, int64(1), w.counters.Count(multiregion.EventPromoted))
+	raw, err := w.store(h2).Get(ctx, tenant, key)
+	require.NoError(t, err)
+	assert.NotEmpty(t, raw.Response.Header.Get(multiregion.PromotedHeader), "h2's home record is the promoted failover execution")
+}
+
+// TestHomeClaimFencesAFailoverRecordOfARegionBeingRemoved: a key executes
+// in its failover region R while its home is dark, and R's failover record
+// replicates home. R is then being removed: after the switch, processes
+// list only the remaining regions and have no client for R. Their claim at
+// home decides from the home's replica of R's failover record: a replay.
+func TestHomeClaimFencesAFailoverRecordOfARegionBeingRemoved(t *testing.T) {
+	w := newWorld(t, time.Second, false)
+	ctx := context.Background()
+	removed := three[2]
+	var key, home string
+	for i := range 1000 {
+		k := fmt.Sprintf("key-%d", i)
+		if o := multiregion.HomeOrder(tenant, k, three); o[0] != removed && o[1] == removed {
+			key, home = k, o[0]
+			break
+		}
+	}
+	require.NotEmpty(t, key)
+	writer := writerOtherThan(t, w, home, removed)
+	t1 := multiregion.Topology{Regions: three}
+	t2 := multiregion.Topology{Regions: three[:2]}
+	require.Equal(t, home, t2.Home(tenant, key))
+	_, err := multiregion.AdvanceTopology(ctx, writer, t1)
+	require.NoError(t, err)
+
+	old := newService(t, w.router(failoverMode))
+	w.cluster.CutOff(home)
+	first := old.post(key, `{"amount":2}`)
+	require.Equal(t, http.StatusCreated, first.status, first.body)
+	require.Equal(t, int64(1), w.counters.Count(multiregion.EventFailover))
+	w.cluster.Restore(home)
+	w.advance(2 * time.Second) // R's failover record reaches the home
+
+	_, err = multiregion.AdvanceTopology(ctx, writer, t2) // prepare
+	require.NoError(t, err)
+	_, err = multiregion.AdvanceTopology(ctx, writer, t2) // switch
+	require.NoError(t, err)
+	newRouter, err := multiregion.New(w.regions[:2], failoverMode, func(o *multiregion.Options) { o.Observer = w.counters.Observe })
+	require.NoError(t, err)
+	_, err = newRouter.CheckTopology(ctx)
+	require.NoError(t, err)
+
+	next := newService(t, newRouter)
+	retry := next.post(key, `{"amount":2}`)
+	assert.Equal(t, http.StatusCreated, retry.status, retry.body)
+	assert.Equal(t, "true", retry.header.Get(handler.ReplayedHeader))
+	assert.Equal(t, first.body, retry.body)
+	assert.Equal(t, int64(1), old.executed.Load()+next.executed.Load(), "executed once")
+	assert.Equal(t, int64(1), w.counters.Count(multiregion.EventPromoted))
+	assert.Zero(t, w.counters.Count(multiregion.EventFenceCheckSkipped), "a region the process does not list is not reported as unreadable")
 }
