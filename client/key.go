@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"strings"
+
+	"github.com/idemkey/idemkey/internal/clientkey"
 )
 
 // HeaderName is the request header that carries the idempotency key
@@ -40,18 +42,11 @@ func KeyFromContext(ctx context.Context) (string, bool) {
 // caller supplies no key.
 func NewKey() string { return rand.Text() }
 
-// checkKey reports whether key may be sent as an sf-string.
+// checkKey returns a *KeyError when key may not be sent as an sf-string
+// (see clientkey.Check for the rule), else nil.
 func checkKey(key string) error {
-	if key == "" {
-		return &KeyError{Reason: "empty key"}
-	}
-	if len(key) > MaxKeyLength {
-		return &KeyError{Reason: "key longer than 255 bytes"}
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c > 0x7e {
-			return &KeyError{Reason: "key holds a character outside printable ASCII"}
-		}
+	if why := clientkey.Check(key); why != "" {
+		return &KeyError{Reason: why}
 	}
 	return nil
 }

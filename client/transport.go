@@ -307,6 +307,10 @@ func (t *Transport) observe(attempt int, resp *http.Response, err error, delay t
 func (t *Transport) delay(attempt int, resp *http.Response) time.Duration {
 	ceiling := t.opts.BaseDelay
 	for i := 1; i < attempt && ceiling < t.opts.MaxDelay; i++ {
+		if ceiling > t.opts.MaxDelay/2 {
+			ceiling = t.opts.MaxDelay // doubling would pass MaxDelay, or overflow
+			break
+		}
 		ceiling *= 2
 	}
 	d := t.jitter(min(ceiling, t.opts.MaxDelay))

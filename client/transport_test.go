@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -461,6 +462,27 @@ func TestBackoffIsExponentialWithFullJitterAndBounded(t *testing.T) {
 	}
 	assert.Equal(t, got, run(7), "the same seed gives the same delays")
 	assert.NotEqual(t, got, run(8))
+}
+
+func TestBackoffCeilingStopsAtAHugeMaxDelayWithoutOverflowing(t *testing.T) {
+	// Doubling 100ms passes math.MaxInt64 after 37 doublings: a ceiling
+	// that wrapped would make every later wait 0, a hot retry loop.
+	const attempts = 60
+	s := newServer(t, answer(503))
+	c, p := newClient(t, func(o *client.Options) {
+		o.MaxAttempts = attempts
+		o.MaxDelay = time.Duration(math.MaxInt64)
+		o.MaxElapsed = -1
+	})
+	_, err := post(t, c, s.srv.URL, `{}`)
+	require.ErrorIs(t, err, client.ErrAttemptsExhausted)
+	delays := p.delays()
+	require.Len(t, delays, attempts-1)
+	for i, d := range delays[40:] {
+		// Full jitter over a ceiling of MaxDelay: below an hour once in
+		// millions of draws, and never with this seed.
+		assert.Greater(t, d, time.Hour, "the wait before attempt %d", 42+i)
+	}
 }
 
 func TestEveryAttemptSendsTheWholeBody(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemkey/idemkey/client"
 	"github.com/idemkey/idemkey/internal/backoff"
+	"github.com/idemkey/idemkey/internal/clientkey"
 )
 
 // ClientOptions configure UnaryClientInterceptor. The zero value of each
@@ -49,7 +50,8 @@ type ClientOptions struct {
 // key. Use it to keep one key across retries of your own, above the
 // interceptor's. It is client.WithKey: a context carries one key for the
 // HTTP client and for gRPC. A key the call's outgoing metadata already
-// holds takes precedence.
+// holds takes precedence. A key client.WithKey's rule refuses fails the
+// call with a *client.KeyError, and nothing is sent.
 func WithKey(ctx context.Context, key string) context.Context { return client.WithKey(ctx, key) }
 
 // UnaryClientInterceptor returns an interceptor that gives each logical
@@ -63,6 +65,13 @@ func WithKey(ctx context.Context, key string) context.Context { return client.Wi
 // backoff for an Unavailable without one), capped by MaxDelay; it stops,
 // returning the last error, when the wait would pass the call's deadline
 // or the context ends.
+//
+// The key it sets follows the rule of client.WithKey: 1 to
+// client.MaxKeyLength printable ASCII characters (0x20 to 0x7E). A key of
+// WithKey or NewKey that breaks it fails the call, before anything is sent,
+// with a *client.KeyError, which matches client.ErrInvalidKey, as
+// client.Transport does. A key already in the outgoing metadata is sent as
+// it is.
 func UnaryClientInterceptor(optFns ...func(*ClientOptions)) grpc.UnaryClientInterceptor {
 	var o ClientOptions
 	for _, fn := range optFns {
@@ -88,6 +97,9 @@ func UnaryClientInterceptor(optFns ...func(*ClientOptions)) grpc.UnaryClientInte
 			key, ok := client.KeyFromContext(ctx)
 			if !ok {
 				key = o.NewKey()
+			}
+			if why := clientkey.Check(key); why != "" {
+				return &client.KeyError{Reason: why}
 			}
 			ctx = metadata.AppendToOutgoingContext(ctx, KeyMetadata, quote(key))
 		}

@@ -2,6 +2,7 @@ package grpc_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idemkey/idemkey/client"
 	idemgrpc "github.com/idemkey/idemkey/grpc"
 	"github.com/idemkey/idemkey/grpc/internal/testpb"
 	"github.com/idemkey/idemkey/internal/ddbtest"
@@ -190,4 +192,36 @@ func TestClientStopsRetryingWhenTheWaitWouldPassTheDeadline(t *testing.T) {
 	assert.Equal(t, codes.Aborted, status.Code(err))
 	assert.NoError(t, ctx.Err(), "returned before the deadline, without waiting")
 	assert.Len(t, seen.seen(), 2, "the first copy and one refused attempt")
+}
+
+func TestClientRefusesAKeyTheHTTPClientRefusesAndSendsNothing(t *testing.T) {
+	var seen attempts
+	h := newHarness(t, func(s *setup) { s.outer = append(s.outer, seen.intercept) })
+	c := h.dial("alice", grpc.WithUnaryInterceptor(idemgrpc.UnaryClientInterceptor(func(o *idemgrpc.ClientOptions) {
+		o.Methods = []string{methodCharge}
+		o.MaxAttempts = 3
+	})))
+	ctx := context.Background()
+	req := &testpb.ChargeRequest{Account: "acc"}
+	for _, key := range []string{"", strings.Repeat("k", client.MaxKeyLength+1), "kéy", "tab\tkey"} {
+		_, err := c.Charge(idemgrpc.WithKey(ctx, key), req)
+		assert.ErrorIs(t, err, client.ErrInvalidKey, "%q", key)
+		var ke *client.KeyError
+		assert.ErrorAs(t, err, &ke, "%q", key)
+	}
+	generates := h.dial("alice", grpc.WithUnaryInterceptor(idemgrpc.UnaryClientInterceptor(func(o *idemgrpc.ClientOptions) {
+		o.NewKey = func() string { return "" }
+	})))
+	_, err := generates.Charge(ctx, req)
+	assert.ErrorIs(t, err, client.ErrInvalidKey, "a key of NewKey follows the same rule")
+	assert.Empty(t, seen.seen(), "no attempt was sent")
+	assert.Zero(t, seen.refused())
+
+	_, err = c.Charge(idemgrpc.WithKey(ctx, strings.Repeat("k", client.MaxKeyLength)), req)
+	require.NoError(t, err, "255 bytes is the longest key")
+	_, err = c.Charge(withKey(idemgrpc.WithKey(ctx, ""), "from-md"), req)
+	require.NoError(t, err, "the outgoing metadata's key wins, and is sent as it is")
+	_, err = c.Lookup(idemgrpc.WithKey(ctx, ""), req)
+	require.NoError(t, err, "a call that gets no key is not checked")
+	assert.Equal(t, []string{strings.Repeat("k", client.MaxKeyLength), "from-md"}, seen.seen())
 }

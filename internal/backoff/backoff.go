@@ -11,16 +11,24 @@ import (
 
 // Jittered returns a random delay in (0, min(base·2^attempt, max)]: full
 // jitter over an exponentially growing, capped ceiling. Attempt 0 is the
-// delay before the second try.
+// delay before the second try. The ceiling saturates at max: an attempt
+// whose base·2^attempt would overflow a Duration gets max, never a
+// wrapped value.
 func Jittered(base, max time.Duration, attempt int) time.Duration {
-	d := base << attempt
-	if d > max || d <= 0 {
-		d = max
-	}
+	d := ceiling(base, max, attempt)
 	if d <= 0 {
 		return 0
 	}
 	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// ceiling returns min(base·2^attempt, max), computed without overflow; max
+// when base is not positive.
+func ceiling(base, max time.Duration, attempt int) time.Duration {
+	if base > 0 && attempt < 63 && base <= max>>attempt {
+		return base << attempt
+	}
+	return max
 }
 
 // Sleep waits d, or until ctx ends, whichever comes first; it returns
