@@ -1,7 +1,9 @@
 package idemkey
 
 import (
+	"bytes"
 	"container/list"
+	"reflect"
 	"sync"
 	"time"
 
@@ -24,12 +26,19 @@ import (
 // release of a completed key) may still be replayed by a cache for up to
 // its TTL; keep the TTL short where that matters. It is safe for
 // concurrent use.
+//
+// A cache serves one store, as its entries are named by scope and key
+// alone: New refuses a Cache that a Guard over another store uses. It
+// keeps its own copies of what it stores, and every hit returns a copy of
+// the response, so that neither the function's buffers nor a caller's
+// changes to a replayed response reach another replay.
 type Cache struct {
 	mu      sync.Mutex
 	max     int
 	ttl     time.Duration
 	order   *list.List // front: most recently used
 	entries map[string]*list.Element
+	owner   Store // the store of the Guards it serves, once one uses it
 }
 
 type cacheEntry struct {
@@ -76,7 +85,33 @@ func (c *Cache) lookup(scope, key string, fp []byte, now time.Time) (resp Respon
 	if !fingerprint.Equal(e.fp, fp) {
 		return Response{}, true, true
 	}
-	return e.resp, true, false
+	return copyResponse(e.resp), true, false
+}
+
+// copyResponse returns resp with its own header map and body.
+func copyResponse(resp Response) Response {
+	resp.Header = resp.Header.Clone()
+	resp.Body = bytes.Clone(resp.Body)
+	return resp
+}
+
+// bind makes store the cache's store, and reports whether it is: false
+// when a Guard over another store uses it already.
+func (c *Cache) bind(store Store) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.owner == nil {
+		c.owner = store
+		return true
+	}
+	return sameStore(c.owner, store)
+}
+
+// sameStore reports whether a and b are one store: equal values of a
+// comparable type (a pointer, for *dynamostore.Store).
+func sameStore(a, b Store) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && a == b
 }
 
 // store keeps a completed record.
@@ -94,7 +129,7 @@ func (c *Cache) store(rec *dynamostore.Record, now time.Time) {
 		return
 	}
 	pk := keyschema.PartitionKey(rec.Scope, rec.Key)
-	e := &cacheEntry{pk: pk, fp: rec.Fingerprint, resp: *rec.Response, expires: expires}
+	e := &cacheEntry{pk: pk, fp: bytes.Clone(rec.Fingerprint), resp: copyResponse(*rec.Response), expires: expires}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.entries[pk]; ok {

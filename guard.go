@@ -109,7 +109,9 @@ type Guard struct {
 	opts  Options
 }
 
-// New returns a Guard over store. It panics if store is nil.
+// New returns a Guard over store. It panics if store is nil, if Mode is
+// OneTrip and store has no CommitFirst method, or if Options.Cache is used
+// by a Guard over another store.
 func New(store Store, optFns ...func(*Options)) *Guard {
 	if store == nil {
 		panic("idemkey: New needs a store")
@@ -117,6 +119,9 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	g := &Guard{store: store}
 	for _, fn := range optFns {
 		fn(&g.opts)
+	}
+	if c := g.opts.Cache; c != nil && !c.bind(store) {
+		panic("idemkey: New: the Cache serves a Guard over another store; a Cache names records by scope and key alone, so give each store its own")
 	}
 	if g.opts.Mode == OneTrip {
 		if _, ok := store.(oneTripStore); !ok {
@@ -203,7 +208,8 @@ func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 // do is Do, measured by p (nil: not measured). outcome, when not empty,
 // is the request's outcome where res and err do not tell it.
 func (g *Guard) do(ctx context.Context, req Request, fn Func, p *probe) (res *Result, outcome Outcome, err error) {
-	if c := g.opts.Cache; c != nil {
+	// A request the store would refuse is left to the store to refuse.
+	if c := g.opts.Cache; c != nil && len(req.Fingerprint) == dynamostore.FingerprintSize {
 		resp, hit, mismatch := c.lookup(req.Scope, req.Key, req.Fingerprint, g.opts.Now())
 		switch {
 		case mismatch:
@@ -228,7 +234,7 @@ func (g *Guard) do(ctx context.Context, req Request, fn Func, p *probe) (res *Re
 	}
 
 	tx := txn.New()
-	resp, err := g.run(ctx, tx, fn, func() { _ = g.release(ctx, claim, p) })
+	resp, err := g.run(ctx, tx, fn, func() { p.done(PhaseRun); p.staged(tx); _ = g.release(ctx, claim, p) })
 	p.done(PhaseRun)
 	p.staged(tx)
 	if err != nil {
@@ -312,7 +318,7 @@ func (g *Guard) answered(claim *dynamostore.Claim) (res *Result, err error, done
 // doOneTrip runs fn first, then claims and commits in one call.
 func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (*Result, Outcome, error) {
 	tx := txn.New()
-	resp, err := g.run(ctx, tx, fn, func() {})
+	resp, err := g.run(ctx, tx, fn, func() { p.done(PhaseRun); p.staged(tx) })
 	p.done(PhaseRun)
 	p.staged(tx)
 	if err != nil {

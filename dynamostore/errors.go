@@ -153,6 +153,10 @@ var retryables = retry.IsErrorRetryables(retry.DefaultRetryables)
 // status. An error without an answer (a timeout, a refused connection, a
 // cancelled context) is transient.
 func classify(err error) Class {
+	var invalid smithy.InvalidParamsError
+	if errors.As(err, &invalid) {
+		return ClassInvalidWrite // the SDK refused the input; nothing was sent
+	}
 	var api smithy.APIError
 	if !errors.As(err, &api) {
 		return ""

@@ -146,6 +146,12 @@ func classify(err error, items []types.TransactWriteItem, fenced int) (mapped er
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
 		return &txn.ValidationError{Index: -1, Message: api.ErrorMessage(), Err: err}, false
 	}
+	// The SDK's own check of the input (a required field missing): nothing
+	// was sent, and the same writes fail the same way.
+	var invalid smithy.InvalidParamsError
+	if errors.As(err, &invalid) {
+		return &txn.ValidationError{Index: -1, Message: invalid.Error(), Err: err}, false
+	}
 	return fmt.Errorf("txn: TransactWriteItems: %w", err), false
 }
 
