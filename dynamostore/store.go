@@ -415,12 +415,17 @@ func validate(req Request) error {
 // Get returns the live record of (scope, key) with a consistent read, or
 // ErrNotFound when there is none (never claimed, released, or expired even
 // if DynamoDB has not deleted it yet). An in-progress record whose lock
-// has not expired is live, whatever its exp.
+// has not expired is live, whatever its exp. A scope or key that is not
+// valid UTF-8 gets ErrInvalidRequest, and DynamoDB is not called.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	return s.get(ctx, scope, key)
 }
 
 func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
+	if !utf8.ValidString(scope) || !utf8.ValidString(key) {
+		// The SDK would replace the invalid bytes: another key's record.
+		return nil, fmt.Errorf("%w: scope or key is not valid UTF-8", ErrInvalidRequest)
+	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
 		Key:            s.layout.Key(scope, key),

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
@@ -49,7 +50,12 @@ func (b *sweepBucket) delay() time.Duration {
 	if b.balance >= 0 {
 		return 0
 	}
-	return time.Duration(-b.balance / b.rate * float64(time.Second))
+	// A tiny rate makes a wait longer than a Duration holds: saturate,
+	// rather than wrap to a negative wait (no limit at all).
+	if secs := -b.balance / b.rate; secs < float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(secs * float64(time.Second))
+	}
+	return time.Duration(math.MaxInt64)
 }
 
 // pay takes n tokens, going into debt if needed.

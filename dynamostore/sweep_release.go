@@ -41,7 +41,8 @@ type ReleaseKeyOptions struct {
 // same lock token) and, for a stuck record, its lock still being expired.
 // It returns the record it deleted.
 //
-// Errors: ErrNotFound when there is no live record; ErrLockHeld for an
+// Errors: ErrInvalidRequest for a scope or key that is not valid UTF-8
+// (nothing is read or deleted); ErrNotFound when there is no live record; ErrLockHeld for an
 // in-progress record whose lock holds, without InProgress; ErrKeyCompleted
 // for a completed record, without Completed (these two return the record
 // left in place along with the error); ErrLockLost when the record changed

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"time"
@@ -489,6 +490,8 @@ func sweep(ctx context.Context, c *command) int {
 		return c.usageError("-page must be positive")
 	case *budget < 0 || *rate < 0:
 		return c.usageError("-budget and -rate must not be negative")
+	case math.IsNaN(*rate) || math.IsInf(*rate, 0):
+		return c.usageError("-rate must be a finite number")
 	case *mode != string(dynamostore.SweepScan) && *mode != string(dynamostore.SweepIndex):
 		return c.usageError("-mode must be %s or %s", dynamostore.SweepScan, dynamostore.SweepIndex)
 	}

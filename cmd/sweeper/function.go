@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +65,12 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 		}
 	}
 	float := func(dst *float64) func(string) error {
-		return func(v string) (err error) { *dst, err = strconv.ParseFloat(v, 64); return err }
+		return func(v string) (err error) {
+			if *dst, err = strconv.ParseFloat(v, 64); err == nil && (math.IsNaN(*dst) || math.IsInf(*dst, 0)) {
+				err = errors.New("must be a finite number")
+			}
+			return err
+		}
 	}
 	num("SEGMENTS", positive(&s.Segments))
 	num("PAGE_SIZE", positive(&s.PageSize))
