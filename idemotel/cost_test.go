@@ -154,3 +154,53 @@ func TestConcurrentSpansKeepTheirOwnAttributes(t *testing.T) {
 		assert.Len(t, s.Attributes(), 7, "mode, front door, outcome, calls, staged, key hash, status")
 	}
 }
+
+// The same, with one Observer for both requests: its sampler records the
+// outer request's span and drops the inner one's (a child).
+func TestUnsampledInnerRequestOfTheSameObserverLeavesTheEnclosingSpanOpen(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	rootsOnly := sdktrace.ParentBased(sdktrace.AlwaysSample(),
+		sdktrace.WithLocalParentSampled(sdktrace.NeverSample()))
+	obs := idemotel.New(func(o *idemotel.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSampler(rootsOnly), sdktrace.WithSpanProcessor(spans))
+	})
+	e := benchEvent()
+	ctx := obs.StartRequest(context.Background(), e.Mode, e.FrontDoor)
+	innerEvent := e
+	innerEvent.Outcome = idemkey.OutcomeReplay
+	obs.Observe(obs.StartRequest(ctx, e.Mode, e.FrontDoor), innerEvent)
+	assert.Empty(t, spans.Ended(), "the enclosing span is still open")
+	obs.Observe(ctx, e)
+	ended := spans.Ended()
+	require.Len(t, ended, 1)
+	assert.Contains(t, ended[0].Attributes(), attribute.String("idemkey.outcome", string(idemkey.OutcomeExecutedStored)))
+}
+
+// idemkey.Observers starts several Starters in order: each Observer's span
+// ends, whatever span a later Starter makes current.
+func TestEveryObserverAmongObserversEndsItsSpan(t *testing.T) {
+	first, second := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := idemotel.New(func(o *idemotel.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(first))
+	})
+	b := idemotel.New(func(o *idemotel.Options) {
+		o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(second))
+	})
+	other := otherTracer{sdktrace.NewTracerProvider()}
+	both := idemkey.Observers(a, b, other).(idemkey.Starter)
+	e := benchEvent()
+	ctx := both.StartRequest(context.Background(), e.Mode, e.FrontDoor)
+	both.Observe(ctx, e)
+	assert.Len(t, first.Ended(), 1, "the first Observer's span")
+	assert.Len(t, second.Ended(), 1, "the second Observer's span, ended once")
+}
+
+// otherTracer is a Starter that makes a span of its own current.
+type otherTracer struct{ tp *sdktrace.TracerProvider }
+
+func (s otherTracer) StartRequest(ctx context.Context, _, _ string) context.Context {
+	ctx, _ = s.tp.Tracer("other").Start(ctx, "other")
+	return ctx
+}
+
+func (otherTracer) Observe(context.Context, idemkey.Event) {}

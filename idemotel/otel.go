@@ -150,8 +150,10 @@ func (o *Observer) measurement(k attrKey) measurement {
 	})
 }
 
-// spanKey marks the context of a request whose span this Observer started.
-type spanKey struct{}
+// spanKey holds, in the context of a request, the span that Observer o
+// started for it: one key per Observer, so that other Starters (another
+// Observer among idemkey.Observers) leave it to be found.
+type spanKey struct{ o *Observer }
 
 // StartRequest starts the request's span as a child of the span in ctx,
 // and returns the context that holds it.
@@ -172,10 +174,13 @@ func (o *Observer) StartRequest(ctx context.Context, mode, frontDoor string) con
 		return ctx
 	}
 	ctx, span := o.tracer.Start(ctx, SpanName)
-	if !span.IsRecording() {
-		return ctx
+	if !span.IsRecording() && ctx.Value(spanKey{o}) == nil {
+		return ctx // nothing to end, and no enclosing request's span to hide
 	}
-	return context.WithValue(ctx, spanKey{}, span)
+	// Inside a request this Observer started a span for, even a span that
+	// does not record is kept: it hides the enclosing span from this
+	// request's Observe, which would end it.
+	return context.WithValue(ctx, spanKey{o}, span)
 }
 
 // Observe records e in the request instruments and ends the request's
@@ -189,28 +194,18 @@ func (o *Observer) Observe(ctx context.Context, e idemkey.Event) {
 	if o.tracer == nil {
 		return
 	}
-	span, ok := ctx.Value(spanKey{}).(trace.Span)
-	if !ok || !current(ctx, span) {
+	span, ok := ctx.Value(spanKey{o}).(trace.Span)
+	if !ok || !span.IsRecording() {
 		return
 	}
-	if span.IsRecording() {
-		a, _ := o.annotations.Get().(*annotation)
-		if a == nil {
-			a = new(annotation)
-		}
-		a.write(span, &e)
-		*a = annotation{} // holds nothing of e while pooled
-		o.annotations.Put(a)
+	a, _ := o.annotations.Get().(*annotation)
+	if a == nil {
+		a = new(annotation)
 	}
+	a.write(span, &e)
+	*a = annotation{} // holds nothing of e while pooled
+	o.annotations.Put(a)
 	span.End()
-}
-
-// current reports whether span is the current span of ctx: not when the
-// request's own span did not record, and ctx holds the span of an
-// enclosing request, which is that request's to end.
-func current(ctx context.Context, span trace.Span) bool {
-	sc, in := span.SpanContext(), trace.SpanContextFromContext(ctx)
-	return sc.TraceID() == in.TraceID() && sc.SpanID() == in.SpanID()
 }
 
 // record adds e to the request instruments, with the attribute set of its

@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -180,7 +181,9 @@ func runDemo(ctx context.Context, addr string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer alice")
-	ctx = idemgrpc.WithKey(ctx, "order-42")
+	// A new operation at every run, even on a kept table (or after the
+	// HTTP session's order-42, which has another body).
+	ctx = idemgrpc.WithKey(ctx, "demo-"+rand.Text())
 	var ids []string
 	for i := range 2 {
 		var header metadata.MD

@@ -2,8 +2,8 @@
 // retries are answered from DynamoDB instead of executing again. It is the
 // README's "Use it" example, whole; copy newService into a service.
 //
-//	go run ./examples/quickstart          # serve on 127.0.0.1:8080 and print two curl commands to try
-//	go run ./examples/quickstart -demo    # send the same request twice, print both answers, exit
+//	go run ./examples/quickstart          # serve on 127.0.0.1:8080 and print a curl command to try
+//	go run ./examples/quickstart -demo    # send a request twice, then another with its key; print the three answers, exit
 //
 // DynamoDB is the endpoint in AWS_ENDPOINT_URL_DYNAMODB when it is set,
 // otherwise an embedded in-memory emulator (package localstack): nothing to
@@ -50,7 +50,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	demo := fs.Bool("demo", false, "send one request twice, print both answers and exit")
+	demo := fs.Bool("demo", false, "send one request twice, then another with the same key, print the three answers and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
