@@ -22,8 +22,8 @@
 //	KEY_TABLE   the key table (required)
 //	SEGMENTS    parallel scan segments (default 4)
 //	PAGE_SIZE   items per Scan page (default 500)
-//	RATE        items scanned per second over all segments (default 1000;
-//	            a negative value: no limit)
+//	RATE        items scanned per second over all segments (unset or 0:
+//	            the default, 1000; a negative value: no limit)
 //	READ_RATE   read capacity units consumed per second (default: no limit)
 //	MARGIN      how long before the invocation's deadline to stop starting
 //	            pages, a Go duration (default 5s)
