@@ -404,9 +404,15 @@ func validate(req Request) error {
 		return fmt.Errorf("%w: path longer than %d bytes", ErrInvalidRequest, MaxPathBytes)
 	case len(req.Fingerprint) != FingerprintSize:
 		return fmt.Errorf("%w: fingerprint is %d bytes, want %d", ErrInvalidRequest, len(req.Fingerprint), FingerprintSize)
-	case !utf8.ValidString(req.Scope) || !utf8.ValidString(req.Key):
-		// DynamoDB strings are UTF-8: the SDK replaces invalid bytes, so
-		// two such keys (or scopes) would share one record.
+	}
+	return checkUTF8(req.Scope, req.Key)
+}
+
+// checkUTF8 refuses a scope or key that is not valid UTF-8: DynamoDB
+// strings are UTF-8 and the SDK replaces invalid bytes, so two such keys
+// (or scopes) would name one record, another key's.
+func checkUTF8(scope, key string) error {
+	if !utf8.ValidString(scope) || !utf8.ValidString(key) {
 		return fmt.Errorf("%w: scope or key is not valid UTF-8", ErrInvalidRequest)
 	}
 	return nil
@@ -422,9 +428,8 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 }
 
 func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
-	if !utf8.ValidString(scope) || !utf8.ValidString(key) {
-		// The SDK would replace the invalid bytes: another key's record.
-		return nil, fmt.Errorf("%w: scope or key is not valid UTF-8", ErrInvalidRequest)
+	if err := checkUTF8(scope, key); err != nil {
+		return nil, err
 	}
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      &s.table,
