@@ -23,8 +23,12 @@
 //
 // A caller with its own, higher-level retries (a job queue, an operator
 // replaying a batch) keeps the operation single by reusing the key across
-// them: store it with WithKey, or take it from RetryError.Key or from
-// the header of the answered request (resp.Request.Header).
+// them: store it with WithKey (RetryError.Key holds it in the form WithKey
+// takes), or send the header value of the answered request
+// (resp.Request.Header) again as the request's Idempotency-Key header,
+// which the transport sends unchanged. That value is the key as sent on
+// the wire, an sf-string in quotes: given to WithKey it would be another
+// key.
 //
 // # What is retried, and why that is safe
 //

@@ -66,13 +66,14 @@ func quoteKey(key string) string {
 	return b.String()
 }
 
-// unquoteKey returns the key a header value holds: the content of a
-// well-formed sf-string, or the value itself (a bare token, or anything
-// the caller chose to send).
+// unquoteKey returns the key a header value holds, as the idemkey
+// handler reads it: without the spaces and tabs around it, the content of
+// a well-formed sf-string, or else the value itself (a bare token, or
+// anything the caller chose to send).
 func unquoteKey(v string) string {
 	s := strings.Trim(v, " \t")
 	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return v
+		return s
 	}
 	var b strings.Builder
 	for i := 1; i < len(s)-1; i++ {
@@ -80,12 +81,12 @@ func unquoteKey(v string) string {
 		switch {
 		case c == '\\':
 			if i+1 >= len(s)-1 || (s[i+1] != '"' && s[i+1] != '\\') {
-				return v
+				return s
 			}
 			i++
 			b.WriteByte(s[i])
 		case c == '"':
-			return v
+			return s
 		default:
 			b.WriteByte(c)
 		}

@@ -273,7 +273,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			gaveUp.Reason = ErrAttemptsExhausted
 		default:
 			delay = t.delay(attempt, resp)
-			if t.opts.MaxElapsed > 0 && t.opts.Now().Sub(start)+delay > t.opts.MaxElapsed {
+			// Compared without a sum, which a huge delay would overflow.
+			if elapsed := t.opts.Now().Sub(start); t.opts.MaxElapsed > 0 && (elapsed >= t.opts.MaxElapsed || delay > t.opts.MaxElapsed-elapsed) {
 				gaveUp.Reason, delay = ErrBudgetExhausted, 0
 			}
 		}
@@ -420,7 +421,9 @@ func (t *Transport) bodyOf(req *http.Request) (*body, error) {
 	if limit < 0 || req.ContentLength > limit {
 		return nil, tooLong()
 	}
-	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
+	// limit+1 shows a body above the limit; at math.MaxInt64 no body can
+	// be above it (and limit+1 would overflow).
+	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+min(1, math.MaxInt64-limit)))
 	if err != nil {
 		return nil, fmt.Errorf("client: reading the request body: %w", err)
 	}

@@ -29,6 +29,7 @@
 // "idemkey" (ErrorDomain) and a reason naming the outcome:
 //
 //	key missing / malformed            InvalidArgument      MISSING_KEY / INVALID_KEY
+//	request message does not encode    InvalidArgument      INVALID_BODY
 //	scope refused                      Unauthenticated      UNAUTHORIZED
 //	in flight                          Aborted + RetryInfo  IN_FLIGHT
 //	key reused with another request    FailedPrecondition   KEY_REUSED

@@ -27,6 +27,7 @@ const ErrorDomain = "idemkey"
 const (
 	ReasonMissingKey   = "MISSING_KEY"                // InvalidArgument
 	ReasonInvalidKey   = "INVALID_KEY"                // InvalidArgument
+	ReasonInvalidBody  = "INVALID_BODY"               // InvalidArgument
 	ReasonUnauthorized = "UNAUTHORIZED"               // Unauthenticated
 	ReasonInFlight     = "IN_FLIGHT"                  // Aborted, with RetryInfo
 	ReasonKeyReused    = "KEY_REUSED"                 // FailedPrecondition

@@ -257,7 +257,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	msg, ok := req.(proto.Message)
 	if !ok {
-		return nil, status.Error(codes.Internal, "grpc: the request of a guarded method is not a protocol buffer message")
+		return nil, newStatus(codes.Internal, ReasonInternal, "grpc: the request of a guarded method is not a protocol buffer message", 0, nil)
 	}
 	fromMessage, fpMsg := "", msg
 	if f, ok := s.fields[info.FullMethod]; ok {
@@ -279,7 +279,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	fp, err := digest(info.FullMethod, fpMsg)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "grpc: the request message does not encode: %v", err)
+		return nil, newStatus(codes.InvalidArgument, ReasonInvalidBody, "grpc: the request message does not encode: "+err.Error(), 0, nil)
 	}
 	ireq := idemkey.Request{Scope: scope, Key: key, Method: Method, Path: info.FullMethod,
 		Fingerprint: fp, Lease: s.opts.Lease(ctx)}
@@ -301,7 +301,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	var he *handlerError
 	switch {
 	case errors.As(err, &he):
-		return nil, status.Error(codes.Internal, he.err.Error())
+		return nil, newStatus(codes.Internal, ReasonInternal, he.err.Error(), 0, nil)
 	case err != nil:
 		return nil, statusOf(err)
 	case !res.Replayed:
