@@ -118,7 +118,10 @@ type SweepOptions struct {
 	// Region, when set, restricts the sweep to the records that region
 	// wrote (Options.Region of the Store that wrote them): a record of
 	// another region, or of none, is left alone and counted as foreign, and
-	// every delete is also conditioned on the record's region. This is how
+	// every delete is also conditioned on the record's region. A record of
+	// no region (written by a Store without Options.Region) is deleted by
+	// no regional sweep: it also counts as Unowned, and once expired toward
+	// EvictionLag, so that a table that only grows shows as lag. This is how
 	// a global table in multiregion's HomeRegion mode is evicted: one
 	// sweeper per region, each over its own replica with Region set to that
 	// region's name, so that each record is deleted only in the one region
@@ -138,7 +141,7 @@ type SweepOptions struct {
 	// included, and they count as Scanned and Foreign.
 	Schema KeySchema
 	// Logger receives one summary record per sweep (level Info, or Warn
-	// when something failed) and a Debug record per record that changed
+	// when something failed or the report counts Unowned records) and a Debug record per record that changed
 	// between the scan and its delete. Keys appear only as short hashes.
 	// Nil: no logging.
 	Logger *slog.Logger
@@ -365,7 +368,7 @@ func (s *Sweeper) conclude(ctx context.Context, report *SweepReport, tallies []s
 		}
 	}
 	level := slog.LevelInfo
-	if err != nil {
+	if err != nil || report.Unowned > 0 {
 		level = slog.LevelWarn
 	}
 	s.opts.Logger.LogAttrs(context.WithoutCancel(ctx), level, "idemkey sweep", report.attrs()...)
@@ -405,6 +408,7 @@ func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*
 		r.Skipped += t.skipped
 		r.LiveKeys += t.live
 		r.Foreign += t.foreign
+		r.Unowned += t.unowned
 		r.OldestLiveKeyAge = max(r.OldestLiveKeyAge, t.oldestLive)
 		r.EvictionLag = max(r.EvictionLag, t.lag)
 		r.ConsumedReadUnits += t.rcu
@@ -449,7 +453,7 @@ type sweepRun struct {
 
 // sweepTally is one segment's share of a report, and where it stands.
 type sweepTally struct {
-	pages, scanned, evicted, reclaimed, skipped, live, foreign, errors int64
+	pages, scanned, evicted, reclaimed, skipped, live, foreign, unowned, errors int64
 
 	oldestLive, lag time.Duration
 	rcu, wcu        float64
@@ -647,8 +651,10 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	f, ok := l.sweepParse(item)
 	region := r.s.opts.Region
 	switch {
-	case !ok || (region != "" && f.region != region):
+	case !ok:
 		t.foreign++
+	case region != "" && f.region != region:
+		t.otherRegion(now, f)
 	case f.exp < now.Unix() && !(f.inProgress && f.lockExp >= now.UnixMilli()):
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
 		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))
@@ -657,6 +663,19 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	default:
 		t.live++
 		t.oldestLive = max(t.oldestLive, now.Sub(time.UnixMilli(f.created)))
+	}
+}
+
+// otherRegion counts a record that a sweep of another region than its own
+// leaves alone: foreign, and unowned when it has no region, which no
+// regional sweep deletes (its expiry is eviction lag).
+func (t *sweepTally) otherRegion(now time.Time, f sweepFields) {
+	t.foreign++
+	if f.region == "" {
+		t.unowned++
+		if f.exp < now.Unix() {
+			t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package dynamostore
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -420,4 +422,32 @@ func itemKeys(t *testing.T, client *dynamodb.Client, table string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// A stored cursor keeps its pass's number of segments, so that the pass
+// covers the table once: Resume with another Segments continues it as it
+// was, says so at Info, and the new number applies from the next pass.
+func TestResumeWithAnotherSegmentsContinuesThePassAndSaysSo(t *testing.T) {
+	ep, table, clock := regionalTable(t, "")
+	ctx := context.Background()
+	client := &clockedScans{SweepClient: ep.Client, clock: clock, step: time.Second}
+	sweeper := func(segments int, logs *bytes.Buffer) *Sweeper {
+		return NewSweeper(client, table, func(o *SweepOptions) {
+			o.Segments, o.PageSize, o.ItemsPerSecond = segments, 4, -1
+			o.Budget, o.Now = time.Second, clock.Now // one page per sweep
+			o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		})
+	}
+	var logs bytes.Buffer
+	r, err := sweeper(1, &logs).Resume(ctx)
+	require.NoError(t, err)
+	require.False(t, r.Finished)
+	assert.NotContains(t, logs.String(), "Segments applies from the next pass")
+
+	logs.Reset()
+	r, err = sweeper(4, &logs).Resume(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.Segments, "the stored pass goes on with its one segment")
+	assert.Contains(t, logs.String(), "Segments applies from the next pass")
+	assert.Contains(t, logs.String(), "pass_segments=1 segments=4")
 }

@@ -140,8 +140,10 @@ func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string
 	f, ok := l.indexParse(item)
 	region := r.s.opts.Region
 	switch {
-	case !ok || (region != "" && f.region != region):
+	case !ok:
 		t.foreign++
+	case region != "" && f.region != region:
+		t.otherRegion(now, f)
 	case f.exp < now.Unix() && f.lockExp < now.UnixMilli():
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
 		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))

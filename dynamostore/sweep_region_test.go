@@ -1,8 +1,11 @@
 package dynamostore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -80,4 +83,49 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A record of no region (its Store has no Options.Region) is deleted by no
+// regional sweep: a regional sweep counts it as Unowned and, once it
+// expired, as eviction lag, and warns, so that a table that only grows
+// shows on the lag alarm. A record of another region is that region's to
+// delete: neither unowned nor lag here.
+func TestRegionalSweepCountsRecordsOfNoRegionAsUnownedLag(t *testing.T) {
+	inModes(t, testRegionalSweepCountsRecordsOfNoRegionAsUnownedLag)
+}
+
+func testRegionalSweepCountsRecordsOfNoRegionAsUnownedLag(t *testing.T, e *env) {
+	ctx := context.Background()
+	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
+	for key, s := range map[string]*dynamostore.Store{
+		"done-":  e.store(nil, lease),
+		"done-b": e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "b" }),
+	} {
+		c, err := s.Claim(ctx, request(key, "x"))
+		require.NoError(t, err)
+		_, err = s.Commit(ctx, c, created, nil)
+		require.NoError(t, err)
+	}
+	e.clock.Advance(3*time.Minute + 10*time.Second) // both expired 10 s ago (claim + lease + retention)
+
+	var logs bytes.Buffer
+	r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) {
+		o.Region = "a"
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	}).Sweep(ctx, "")
+	require.NoError(t, err)
+	checkIdentity(t, r)
+	assert.Zero(t, r.Evicted)
+	assert.Equal(t, int64(2), r.Foreign)
+	assert.Equal(t, int64(1), r.Unowned, "the record of no region")
+	assert.InDelta(t, (10 * time.Second).Seconds(), r.EvictionLag.Seconds(), 1, "the unowned record's expiry, not b's")
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal(logs.Bytes(), &rec))
+	assert.Equal(t, "WARN", rec["level"])
+	assert.EqualValues(t, 1, rec["unowned"])
+
+	r, err = e.sweeper(e.client, func(o *dynamostore.SweepOptions) { o.Region = "b" }).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), r.Evicted, "b's record")
+	assert.Equal(t, int64(1), r.Unowned)
 }

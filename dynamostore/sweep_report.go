@@ -85,6 +85,12 @@ type SweepReport struct {
 	// Foreign counts items that are not key records, and with
 	// SweepOptions.Region the records of other regions, left alone.
 	Foreign int64
+	// Unowned counts, among Foreign, the key records of no region that a
+	// sweep with SweepOptions.Region saw: written by a Store without
+	// Options.Region, they are deleted by no regional sweep, and an
+	// expired one counts toward EvictionLag. The summary log record is a
+	// warning when there is one: give that Store its region.
+	Unowned int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen. In SweepIndex mode the
 	// records seen are those with the smallest exp of each shard, and the
@@ -147,6 +153,7 @@ func (r *SweepReport) attrs() []slog.Attr {
 		slog.Int64("skipped", r.Skipped),
 		slog.Int64("live_keys", r.LiveKeys),
 		slog.Int64("foreign", r.Foreign),
+		slog.Int64("unowned", r.Unowned),
 		slog.Duration("oldest_live_key_age", r.OldestLiveKeyAge),
 		slog.Duration("eviction_lag", r.EvictionLag),
 		slog.Duration("duration", r.Duration),
@@ -184,6 +191,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		Skipped            int64     `json:"skipped"`
 		LiveKeys           int64     `json:"liveKeys"`
 		Foreign            int64     `json:"foreign"`
+		Unowned            int64     `json:"unowned"`
 		OldestLiveKeyAge   float64   `json:"oldestLiveKeyAgeSeconds"`
 		EvictionLag        float64   `json:"evictionLagSeconds"`
 		ConsumedReadUnits  float64   `json:"consumedReadUnits"`
@@ -196,7 +204,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		Cursor             string    `json:"cursor,omitempty"`
 	}{
 		r.Table, r.Mode, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
-		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.OldestLiveKeyAge.Seconds(),
+		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.Unowned, r.OldestLiveKeyAge.Seconds(),
 		r.EvictionLag.Seconds(), r.ConsumedReadUnits, r.ConsumedWriteUnits, r.ScannedPerEvicted(),
 		r.Errors, r.ErrorMessages, r.Finished, r.StoppedBy, r.Cursor,
 	})

@@ -15,7 +15,10 @@ import (
 //   - unless DryRun, it reads the stored cursor (one consistent GetItem);
 //   - it sweeps from there, or from the start of a new pass when there is
 //     none or when the stored cursor cannot be used (written for another
-//     table, Region, segment count or Mode, or corrupt: logged at Warn);
+//     table, Region or Mode, or corrupt: logged at Warn); a scan pass
+//     resumes with the cursor's number of segments, so that it covers the
+//     table exactly once, and when that is not SweepOptions.Segments an
+//     Info record says so: the new number applies from the next pass;
 //   - unless DryRun, when the cursor changed it writes the cursor of the
 //     unfinished pass (one PutItem), or deletes the item once the pass
 //     finished (one DeleteItem).
@@ -54,6 +57,10 @@ func (s *Sweeper) Resume(ctx context.Context) (*SweepReport, error) {
 	}
 	if report == nil {
 		return nil, err
+	}
+	if s.opts.Mode != SweepIndex && report.Segments != s.opts.Segments {
+		s.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "idemkey sweep: the pass resumed with its own number of segments; Segments applies from the next pass",
+			slog.Int("pass_segments", report.Segments), slog.Int("segments", s.opts.Segments))
 	}
 	if !s.opts.DryRun && report.Cursor != stored {
 		if serr := s.layout.saveSweepCursor(ctx, s.client, s.table, s.opts.Region, report.Cursor, s.opts.Now()); serr != nil {

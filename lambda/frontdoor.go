@@ -114,6 +114,14 @@ func FunctionURLEvent(ctx context.Context) (*events.LambdaFunctionURLRequest, bo
 // (r.PathValue). The event is in the request's context
 // (APIGatewayV1Event), as is aws-lambda-go's lambdacontext.
 //
+// The URL path is the event's path, which a REST API gives without the
+// stage (requestContext.path has it), where an HTTP API's rawPath
+// (NewAPIGatewayV2) begins with it: behind a REST API, one caller's key
+// sent to two stages that share a key table is one request, replayed on
+// the second stage. Give each stage its own key table, or a scope that
+// names the stage (a handler.Options.Scope that adds
+// APIGatewayV1Event's requestContext.stage), when they must not share.
+//
 // The response is what net/http's server would send for h, the same
 // whether h is guarded by package handler or not and for a first answer
 // as for a replay: the first status written (200 when none is;

@@ -21,13 +21,16 @@ type httpResponse struct {
 // responseOf translates what net/http's server would have sent for r, res,
 // to a Lambda response, which has no trailers: the trailers are dropped
 // with the Trailer header that declares them, as is every header without
-// a value (a Content-Type set to nil). The body of a HEAD request is
-// dropped, as net/http's server drops it.
+// a value (a Content-Type set to nil). As net/http's server does, it
+// drops a header whose name is not a token, turns CR and LF in a value
+// into spaces and trims the white space around it, so that no value a
+// handler copied from its input breaks the response's header lines. The
+// body of a HEAD request is dropped, as net/http's server drops it.
 func responseOf(res httpcapture.Response, r *http.Request, isBinary func(http.Header, []byte) bool) httpResponse {
 	header := make(http.Header, len(res.Header))
 	for name, values := range res.Header {
-		if name != "Trailer" && len(values) > 0 {
-			header[name] = values
+		if name != "Trailer" && len(values) > 0 && fieldName(name) {
+			header[name] = fieldValues(values)
 		}
 	}
 	body := res.Body
@@ -113,6 +116,53 @@ func multiValueHeaders(h http.Header) map[string][]string {
 	out := make(map[string][]string, len(h))
 	for name, values := range h {
 		out[name] = append([]string(nil), values...)
+	}
+	return out
+}
+
+// fieldName reports whether name is an HTTP token (RFC 9110, section 5.1),
+// the names net/http's server writes.
+func fieldName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// fieldValues returns values as net/http's server writes them: CR and LF
+// replaced by spaces, then the space, tab, CR and LF around each trimmed.
+// values itself is returned when no value changes.
+func fieldValues(values []string) []string {
+	var out []string
+	for i, v := range values {
+		w := v
+		if strings.ContainsAny(w, "\r\n") {
+			w = strings.Map(func(r rune) rune {
+				if r == '\r' || r == '\n' {
+					return ' '
+				}
+				return r
+			}, w)
+		}
+		w = strings.Trim(w, " \t")
+		if w != v && out == nil {
+			out = append(make([]string, 0, len(values)), values[:i]...)
+		}
+		if out != nil {
+			out = append(out, w)
+		}
+	}
+	if out == nil {
+		return values
 	}
 	return out
 }

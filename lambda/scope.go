@@ -1,8 +1,10 @@
 package lambda
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -110,8 +112,13 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 // states it with handler.Options.SingleCaller (in
 // MiddlewareOptions.Handler) in place of EventScope.
 //
-// A string value is used as is, a number in its shortest decimal form;
-// empty values count as absent. A request without an event fails with
+// A string value is used as is, and so is the text of a json.Number
+// (events decoded with aws-lambda-go's lambda.WithUseNumber). A number
+// decoded as a float64, the default, is used in its decimal form only when
+// it is an integer of magnitude below 2^53: a larger or fractional one may
+// be another caller's id rounded (9007199254740993 decodes as
+// 9007199254740992), so it counts as absent, and such ids are to be sent
+// as strings or decoded as json.Number. Empty values count as absent. A request without an event fails with
 // ErrNoEvent. Package handler answers an error with 401.
 func EventScope(optFns ...func(*ScopeOptions)) func(*http.Request) (string, error) {
 	var o ScopeOptions
@@ -246,12 +253,18 @@ func (c iamCaller) scope() (string, error) {
 }
 
 // scalar returns a string or number of a decoded JSON value as a string,
-// and "" for anything else.
+// and "" for anything else, and for a float64 that may be another number
+// rounded: one that is not an integer of magnitude below 2^53.
 func scalar(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
+	case json.Number:
+		return v.String()
 	case float64:
+		if v != math.Trunc(v) || math.Abs(v) >= 1<<53 {
+			return ""
+		}
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return ""

@@ -3,7 +3,7 @@
 //	idemctl create-table -table T [-wait 2m] [-no-ttl] [-index]
 //	idemctl inspect      -table T -scope S -key K [-body]
 //	idemctl list         -table T -scope S [-limit 100] [-max-scanned 0]
-//	idemctl release      -table T -scope S -key K [-force] [-force-completed]
+//	idemctl release      -table T -scope S -key K [-force] [-force-completed] [-any-region]
 //	idemctl sweep        -table T [-mode scan] [-segments 4] [-dry-run] [-budget 0] [-rate 1000] [-page 500] [-cursor C] [-writer-region R] [-v]
 //	idemctl scope        -bearer TOKEN
 //
@@ -20,7 +20,13 @@
 // only with -body). release deletes a stuck key (in progress, its lock
 // expired) so that the next request executes; -force releases an
 // in-progress key whose lock still holds, -force-completed a completed one
-// (the next retry then executes the request again: a duplicate). sweep
+// (the next retry then executes the request again: a duplicate); it
+// refuses a record written by a region (the record's region, which inspect
+// prints) other than the AWS region, naming both: a region's records are
+// deleted only in that region's own replica, as sweep -writer-region
+// sweeps them, since on an MREC global table a delete in another replica
+// can replicate over a newer write and let a request execute twice (run
+// it with -region R; -any-region deletes it here anyway). sweep
 // runs one dynamostore sweep and prints its report as JSON; an unfinished
 // pass prints a cursor to pass back with -cursor; -writer-region R sweeps
 // only the records region R wrote (dynamostore.SweepOptions.Region), as
@@ -29,7 +35,9 @@
 // index reads the expiry index instead of the whole table
 // (dynamostore.SweepIndex) and fails, naming the missing or unfit index
 // and how to create it, on a table without it.
-// Interrupting a sweep (SIGINT, SIGTERM) stops it cleanly with a cursor.
+// Interrupting a sweep (SIGINT, SIGTERM) stops it cleanly with a cursor:
+// it prints the report and how to continue it with -cursor, and exits 0
+// unless a call failed.
 //
 // Every command but scope takes the key schema of a table shared with the
 // application's own items (dynamostore.KeySchema): -pk-attr and -sk-attr
@@ -74,7 +82,8 @@
 // a time, as local DynamoDB implementations need. A table that does not exist is reported with
 // the region and endpoint asked and the create-table command to run.
 //
-// Exit status: 0 success, 1 failure (including a refused release and a
+// Exit status: 0 success (including a sweep stopped by -budget or an
+// interrupt, with a cursor), 1 failure (including a refused release and a
 // sweep with failed calls), 2 usage error.
 package main
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -78,16 +79,22 @@ per key found. It reads every item until -limit keys are found, unless
 -max-scanned stops it sooner. For examples/payments, S is the output of
 "idemctl scope -bearer TOKEN".
 `,
-	"release": `usage: idemctl release -table T -scope S -key K [-force] [-force-completed]
+	"release": `usage: idemctl release -table T -scope S -key K [-force] [-force-completed] [-any-region]
 
 Deletes a stuck key (in progress, its lock expired) so that its next request
-executes; -force and -force-completed widen what it deletes.
+executes; -force and -force-completed widen what it deletes. A record written
+by another region (its "region", which inspect prints) is refused: release it
+in that region's own replica (-region R), as a delete in another replica of an
+MREC global table can replicate over a newer write; -any-region deletes it
+here anyway.
 `,
 	"sweep": `usage: idemctl sweep -table T [flags]
 
 Evicts expired records and reclaims stuck ones, and prints the report as JSON.
 -mode index reads the expiry index instead of the whole table, and refuses a
-table without it (create it with idemctl create-table -index).
+table without it (create it with idemctl create-table -index). An unfinished
+pass (-budget, or an interrupt: SIGINT, SIGTERM) prints a cursor to continue
+it with -cursor, and exits 0 unless a call failed.
 `,
 	"scope": `usage: idemctl scope -bearer TOKEN
 
@@ -434,6 +441,8 @@ func release(ctx context.Context, c *command) int {
 	scope, key := keyFlags(c)
 	force := c.flags.Bool("force", false, "release an in-progress key even while its lock holds")
 	forceCompleted := c.flags.Bool("force-completed", false, "release a completed key: its next retry executes again (a duplicate)")
+	anyRegion := c.flags.Bool("any-region", false, "release a record another region wrote from this region's replica: "+
+		"on an MREC global table the delete can replicate over a newer write of that region and let a request execute twice")
 	if code, ok := c.parse("key"); !ok {
 		return code
 	}
@@ -441,9 +450,27 @@ func release(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	rec, err := c.store(client).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
-		o.InProgress, o.Completed = *force, *forceCompleted
-	})
+	var via dynamostore.Client = client
+	var rec *dynamostore.Record
+	if !*anyRegion {
+		// The record names the region that wrote it: delete it only in
+		// that region's replica (as sweep -writer-region sweeps).
+		rec, err = c.store(client).Get(ctx, *scope, *key)
+		if err == nil {
+			if own, ok := inOwnReplica(client, rec.Region); !ok {
+				return c.fail("the record was written by region %s but the AWS region is %s: a region's records must be released "+
+					"in that region's own replica (a delete in another replica can replicate over a newer write, such as a "+
+					"takeover claim, and let a request execute twice). Nothing was deleted. Run it against %s: pass -region %s "+
+					"(or -any-region to delete it here anyway).", rec.Region, own, rec.Region, rec.Region)
+			}
+			via = sameRegion{Client: client, region: rec.Region}
+		}
+	}
+	if err == nil {
+		rec, err = c.store(via).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
+			o.InProgress, o.Completed = *force, *forceCompleted
+		})
+	}
 	switch {
 	case errors.Is(err, dynamostore.ErrNotFound):
 		return c.fail("no live record for scope %q key %q: nothing to release", *scope, *key)
@@ -499,7 +526,7 @@ func sweep(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	if own := client.Options().Region; *writer != "" && *writer != own {
+	if own, ok := inOwnReplica(client, *writer); !ok {
 		return c.fail("-writer-region %s but the AWS region is %s: a region's records must be swept in that region's own replica "+
 			"(a delete in another replica can replicate over a newer write); pass -region %s", *writer, own, *writer)
 	}
@@ -522,11 +549,75 @@ func sweep(ctx context.Context, c *command) int {
 	if code := c.printJSON(report); code != exitOK {
 		return code
 	}
+	stopped := interrupted(ctx, err, report)
+	if stopped {
+		// Stopped by SIGINT or SIGTERM: the segments stopped cleanly and
+		// the cursor resumes the pass, as after a budget stop. Only a
+		// failed call (counted in the report) makes it a failure.
+		err = nil
+		if report.Errors > 0 {
+			err = fmt.Errorf("interrupted, after %d failed DynamoDB calls (the report's errorMessages)", report.Errors)
+		}
+	}
+	if !report.Finished && report.Cursor != "" && (err == nil || stopped) {
+		fmt.Fprintf(c.stderr, "idemctl sweep: the pass is unfinished (%s); continue it with -cursor %s\n", report.StoppedBy, report.Cursor)
+	}
 	if err != nil {
 		return c.storeFail(err)
 	}
-	if !report.Finished {
-		fmt.Fprintf(c.stderr, "idemctl sweep: the pass is unfinished (%s); continue it with -cursor %s\n", report.StoppedBy, report.Cursor)
-	}
 	return exitOK
+}
+
+// interrupted reports whether a sweep stopped because its context ended
+// (an interrupt) with a cursor to resume it: err is the context's.
+func interrupted(ctx context.Context, err error, report *dynamostore.SweepReport) bool {
+	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !report.Finished && report.Cursor != ""
+}
+
+// inOwnReplica returns the region of the replica client talks to (the AWS
+// region: -region or the SDK's) and whether region's records may be
+// deleted there: region is that region, or empty (no region wrote them).
+// On an MREC global table a region's records are deleted only in that
+// region's own replica: a delete in another replica can replicate over a
+// newer write of that region (a takeover claim, say) and let a request
+// execute twice.
+func inOwnReplica(client *dynamodb.Client, region string) (own string, ok bool) {
+	own = client.Options().Region
+	return own, region == "" || region == own
+}
+
+// regionAttribute is the attribute in which a key record holds the region
+// that wrote it (dynamostore.Options.Region; Record.Region).
+const regionAttribute = "region"
+
+// sameRegion is a Client whose deletes also require the record's region
+// to be the one release checked: region, or none when region is empty.
+// The record may change between that check and ReleaseKey's own read;
+// then the delete fails (dynamostore.ErrLockLost) and nothing is deleted.
+type sameRegion struct {
+	dynamostore.Client
+	region string
+}
+
+func (c sameRegion) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	guarded := *in
+	guarded.ExpressionAttributeNames = maps.Clone(in.ExpressionAttributeNames)
+	if guarded.ExpressionAttributeNames == nil {
+		guarded.ExpressionAttributeNames = map[string]string{}
+	}
+	guarded.ExpressionAttributeNames["#idemctl_region"] = regionAttribute
+	cond := "attribute_not_exists(#idemctl_region)"
+	if c.region != "" {
+		guarded.ExpressionAttributeValues = maps.Clone(in.ExpressionAttributeValues)
+		if guarded.ExpressionAttributeValues == nil {
+			guarded.ExpressionAttributeValues = map[string]types.AttributeValue{}
+		}
+		guarded.ExpressionAttributeValues[":idemctl_region"] = &types.AttributeValueMemberS{Value: c.region}
+		cond = "#idemctl_region = :idemctl_region"
+	}
+	if in.ConditionExpression != nil {
+		cond = "(" + *in.ConditionExpression + ") AND " + cond
+	}
+	guarded.ConditionExpression = aws.String(cond)
+	return c.Client.DeleteItem(ctx, &guarded, optFns...)
 }

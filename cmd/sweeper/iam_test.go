@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/internal/deploytest"
 )
@@ -124,4 +129,97 @@ func TestTheTemplatesEnvironmentIsOneTheSweeperStartsWith(t *testing.T) {
 		assert.Equal(t, "KeyTable", cfg.Table)
 		assert.Equal(t, p["WriterRegion"], cfg.Region)
 	}
+}
+
+// cursorWrites records the partition keys of the items the sweeper puts
+// and whether every Query names an index.
+type cursorWrites struct {
+	dynamostore.SweepClient
+	puts         []string
+	baseQueries  int
+	indexQueries int
+}
+
+func (c *cursorWrites) Query(ctx context.Context, in *dynamodb.QueryInput, o ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if aws.ToString(in.IndexName) == "" {
+		c.baseQueries++
+	} else {
+		c.indexQueries++
+	}
+	return c.SweepClient.Query(ctx, in, o...)
+}
+
+func (c *cursorWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if v, ok := in.Item["pk"].(*types.AttributeValueMemberS); ok {
+		c.puts = append(c.puts, v.Value)
+	}
+	return c.SweepClient.PutItem(ctx, in, o...)
+}
+
+// The sweeper puts only its resume cursor and queries only the expiry
+// index, so the template grants PutItem only under the cursor's partition
+// keys (dynamodb:LeadingKeys) and Query only on the index: its role cannot
+// write a key record (a forged completed response) nor read the table
+// through Query.
+func TestTemplateGrantsPutItemOnTheCursorAndQueryOnTheIndexOnly(t *testing.T) {
+	for _, region := range []string{"", "eu-west-1"} {
+		fx := newFixture(t)
+		require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), fx.ep.Client, fx.table, dynamostore.KeySchema{}, 0))
+		fx.seed(t)
+		rc := &cursorWrites{SweepClient: &slowQueries{SweepClient: fx.ep.Client, clock: fx.clock, step: 10 * time.Second}}
+		f := fx.function(rc, settings{Mode: dynamostore.SweepIndex, Segments: 1, PageSize: 5, Margin: 5 * time.Second, Region: region})
+		for range 2 { // one stopped by its deadline (the cursor is put), one that resumes
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := f.handle(ctx, event(t))
+			cancel()
+			require.NoError(t, err)
+		}
+		require.NotEmpty(t, rc.puts, "the cursor was saved")
+		assert.Positive(t, rc.indexQueries)
+		assert.Zero(t, rc.baseQueries, "every Query names the index")
+
+		tpl, err := deploytest.Load()
+		require.NoError(t, err)
+		stmts, err := tpl.Statements("SweeperFunction", deploytest.Params{"SweepMode": "index"})
+		require.NoError(t, err)
+		var leading []any
+		for _, s := range stmts {
+			if slices.Contains(s.Actions, "dynamodb:Query") {
+				assert.Equal(t, []string{"KeyTable/index/idemkey-expiry"}, s.Resources, "Query on the index only")
+			}
+			if slices.Contains(s.Actions, "dynamodb:PutItem") {
+				assert.Equal(t, []string{"dynamodb:PutItem"}, s.Actions)
+				cond, _ := s.Condition.(map[string]any)
+				like, _ := cond["ForAllValues:StringLike"].(map[string]any)
+				leading, _ = like["dynamodb:LeadingKeys"].([]any)
+			}
+		}
+		require.NotEmpty(t, leading, "PutItem is conditioned on dynamodb:LeadingKeys")
+		for _, pk := range rc.puts {
+			assert.True(t, slices.ContainsFunc(leading, func(p any) bool { return stringLike(p.(string), pk) }),
+				"the cursor key %q is one the grant allows (%v)", pk, leading)
+		}
+		assert.False(t, slices.ContainsFunc(leading, func(p any) bool { return stringLike(p.(string), "tenant-a:order-1") }),
+			"no key record's partition key is allowed")
+	}
+}
+
+// stringLike matches s against an IAM StringLike pattern: * stands for
+// any run of characters, ? for one.
+func stringLike(pattern, s string) bool {
+	if pattern == "" {
+		return s == ""
+	}
+	switch pattern[0] {
+	case '*':
+		for i := 0; i <= len(s); i++ {
+			if stringLike(pattern[1:], s[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return s != "" && stringLike(pattern[1:], s[1:])
+	}
+	return s != "" && s[0] == pattern[0] && stringLike(pattern[1:], s[1:])
 }

@@ -13,7 +13,8 @@
 // ride on the next event without the function invoking itself; the table
 // is already there, and the cursor costs one GetItem and one PutItem (or
 // DeleteItem when a pass finishes) per invocation. The function therefore
-// needs dynamodb:Scan, DeleteItem, GetItem and PutItem on the table, and
+// needs dynamodb:Scan, DeleteItem and GetItem on the table, PutItem on its
+// cursor item (dynamodb:LeadingKeys "#sweep-cursor", "#sweep-cursor/*"), and
 // in index mode dynamodb:Query on the expiry index and DescribeTable on
 // the table instead of Scan.
 //
@@ -26,7 +27,10 @@
 //	            the default, 1000; a negative value: no limit)
 //	READ_RATE   read capacity units consumed per second (default: no limit)
 //	MARGIN      how long before the invocation's deadline to stop starting
-//	            pages, a Go duration (default 5s)
+//	            pages, a Go duration (default 5s). A page started is
+//	            finished, its deletes sent one at a time, so MARGIN must
+//	            cover PAGE_SIZE deletes (the template sets 30s: 500 at
+//	            up to 50 ms each)
 //	DRY_RUN     "true": count, delete nothing; the cursor is neither read
 //	            nor saved, so each invocation starts a new pass
 //	SWEEP_MODE  "scan" (the default) reads the whole table; "index" reads

@@ -119,11 +119,51 @@ func (t *Template) Actions(function string) (map[string][]string, error) {
 // condition holds for p. A resource !Sub "${Table.Arn}/index/<name>" (an
 // index of the table) counts as the table.
 func (t *Template) ActionsFor(function string, params Params) (map[string][]string, error) {
+	stmts, err := t.Statements(function, params)
+	if err != nil {
+		return nil, err
+	}
+	sets := map[string]map[string]bool{}
+	for _, s := range stmts {
+		for _, target := range s.Resources {
+			target, _, _ = strings.Cut(target, "/index/")
+			if sets[target] == nil {
+				sets[target] = map[string]bool{}
+			}
+			for _, a := range s.Actions {
+				sets[target][a] = true
+			}
+		}
+	}
+	out := map[string][]string{}
+	for target, set := range sets {
+		for a := range set {
+			out[target] = append(out[target], a)
+		}
+		sort.Strings(out[target])
+	}
+	return out, nil
+}
+
+// Statement is one Allow statement of a function's inline policies.
+type Statement struct {
+	// Actions are the statement's actions.
+	Actions []string
+	// Resources are the logical ids of the resources it names, an index
+	// of a table as "<table>/index/<name>".
+	Resources []string
+	// Condition is the statement's Condition, resolved (nil without one).
+	Condition any
+}
+
+// Statements returns the Allow statements of the function's inline
+// policies for a deployment with parameters p (see ActionsFor).
+func (t *Template) Statements(function string, params Params) ([]Statement, error) {
 	policies := t.Path(function, "Properties", "Policies")
 	if policies == nil || policies.Kind != yaml.SequenceNode {
 		return nil, fmt.Errorf("%s: no inline Policies", function)
 	}
-	sets := map[string]map[string]bool{}
+	var out []Statement
 	for _, p := range policies.Content {
 		stmts := get(p, "Statement")
 		if stmts == nil {
@@ -153,22 +193,14 @@ func (t *Template) ActionsFor(function string, params Params) (map[string][]stri
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", function, err)
 			}
-			for _, target := range targets {
-				if sets[target] == nil {
-					sets[target] = map[string]bool{}
-				}
-				for _, a := range scalars(get(s, "Action")) {
-					sets[target][a] = true
+			stmt := Statement{Actions: scalars(get(s, "Action")), Resources: targets}
+			if c := get(s, "Condition"); c != nil {
+				if stmt.Condition, err = t.Resolve(c, params); err != nil {
+					return nil, fmt.Errorf("%s: %w", function, err)
 				}
 			}
+			out = append(out, stmt)
 		}
-	}
-	out := map[string][]string{}
-	for target, set := range sets {
-		for a := range set {
-			out[target] = append(out[target], a)
-		}
-		sort.Strings(out[target])
 	}
 	return out, nil
 }
@@ -206,7 +238,7 @@ func resources(n *yaml.Node) ([]string, error) {
 	}
 	if n.Tag == "!Sub" && strings.HasPrefix(n.Value, "${") {
 		if table, rest, ok := strings.Cut(strings.TrimPrefix(n.Value, "${"), ".Arn}/index/"); ok && rest != "" && !strings.ContainsAny(rest, "${}*") {
-			return []string{table}, nil
+			return []string{table + "/index/" + rest}, nil
 		}
 	}
 	if n.Tag != "!GetAtt" || !strings.HasSuffix(n.Value, ".Arn") {

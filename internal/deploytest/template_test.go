@@ -80,6 +80,12 @@ func TestTemplatePassesWriterRegionToTheSweeperAndTurnsTTLOffWithIt(t *testing.T
 	env := tpl.Path("SweeperFunction", "Properties", "Environment", "Variables", "WRITER_REGION")
 	require.NotNil(t, env)
 	assert.Equal(t, []string{"!Ref", "WriterRegion"}, flat(env))
+	// The payments function writes that region on its records: a regional
+	// sweeper leaves a record of no region alone, and nothing else would
+	// evict it with TTL off.
+	env = tpl.Path("PaymentsFunction", "Properties", "Environment", "Variables", "WRITER_REGION")
+	require.NotNil(t, env, "the payments function gets the region its records carry")
+	assert.Equal(t, []string{"!Ref", "WriterRegion"}, flat(env))
 
 	assert.Equal(t, []string{"!Not", "!Equals", "!Ref", "WriterRegion", ""}, flat(tpl.Section("Conditions", "SweepOwnRegion")))
 	rule := tpl.Section("Rules", "WriterRegionIsThisRegion")

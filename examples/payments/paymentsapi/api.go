@@ -93,6 +93,11 @@ type Config struct {
 	// payment and its key record are written by one transaction on one
 	// table.
 	SingleTable bool
+	// Region, when set, is written on every key record
+	// (dynamostore.Options.Region), so that a sweeper of that region
+	// (dynamostore.SweepOptions.Region, the template's WriterRegion)
+	// evicts them: such a sweeper leaves a record of no region alone.
+	Region string
 	// Observer, when set, receives the Event of every guarded request
 	// next to the default log records (handler.LogObserver): an
 	// OpenTelemetry adapter, or Lambda's per-invocation metrics line.
@@ -145,6 +150,7 @@ func NewHandler(client Client, cfg Config) http.Handler {
 		o.Retention = cfg.Retention
 		o.Lease = cfg.Lease
 		o.Schema = schema
+		o.Region = cfg.Region
 	})
 	idem := handler.New(store, func(o *handler.Options) {
 		// The scope is the authenticated caller (authenticate runs first),

@@ -16,6 +16,9 @@
 //	               after, while a live invocation's key is never reclaimed
 //	LATENCY        simulated payment-processor latency inside the handler,
 //	               a Go duration (default none; for tests and demos)
+//	WRITER_REGION  written on every key record (dynamostore.Options.Region),
+//	               so that the sweeper of that region (the template's
+//	               WriterRegion, which sets both) evicts them; default none
 //	CREATE_TABLES  "true": create both tables at start when they are
 //	               missing (key table with TTL on, both on-demand), for
 //	               runs on a laptop against an emulator; a deployed
@@ -51,6 +54,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/handler"
 	idemlambda "github.com/idemkey/idemkey/lambda"
@@ -112,9 +116,12 @@ func verifiedCaller(next http.Handler) http.Handler {
 
 // configFrom reads the configuration from the environment.
 func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
-	cfg := paymentsapi.Config{KeyTable: getenv("KEY_TABLE"), PaymentTable: getenv("PAYMENT_TABLE"), Retention: 24 * time.Hour}
+	cfg := paymentsapi.Config{KeyTable: getenv("KEY_TABLE"), PaymentTable: getenv("PAYMENT_TABLE"), Retention: 24 * time.Hour, Region: getenv("WRITER_REGION")}
 	if cfg.KeyTable == "" || cfg.PaymentTable == "" {
 		return cfg, fmt.Errorf("KEY_TABLE and PAYMENT_TABLE must name the tables")
+	}
+	if len(cfg.Region) > dynamostore.MaxSweepRegionLen {
+		return cfg, fmt.Errorf("WRITER_REGION is %d bytes, more than %d: no sweeper of that region could evict its records", len(cfg.Region), dynamostore.MaxSweepRegionLen)
 	}
 	for name, d := range map[string]*time.Duration{"RETENTION": &cfg.Retention, "LEASE": &cfg.Lease, "LATENCY": &cfg.Latency} {
 		v := getenv(name)

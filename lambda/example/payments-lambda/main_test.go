@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/localstack"
@@ -100,4 +102,13 @@ func TestConfigurationFromTheEnvironment(t *testing.T) {
 	env["LEASE"] = "soon"
 	_, err = configFrom(get)
 	assert.Error(t, err)
+	env["LEASE"] = "35s"
+	assert.Empty(t, cfg.Region, "no WRITER_REGION, no region on the records")
+	env["WRITER_REGION"] = "eu-west-1"
+	cfg, err = configFrom(get)
+	require.NoError(t, err)
+	assert.Equal(t, "eu-west-1", cfg.Region)
+	env["WRITER_REGION"] = strings.Repeat("r", dynamostore.MaxSweepRegionLen+1)
+	_, err = configFrom(get)
+	assert.ErrorContains(t, err, "WRITER_REGION", "refused, not a panic in dynamostore.New")
 }
