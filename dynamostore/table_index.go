@@ -160,7 +160,8 @@ func indexStatus(gsi *types.GlobalSecondaryIndexDescription) types.IndexStatus {
 
 // expiryIndexOf returns the expiry index of the table t describes and
 // checks it: its key schema, attribute types and projection must be those
-// EnsureExpiryIndex creates (or a projection of ALL attributes). A missing
+// EnsureExpiryIndex creates (an INCLUDE projection of exactly its
+// attributes: ALL, KEYS_ONLY or others are unfit). A missing
 // index returns nil and an error; an unfit one the index and an error;
 // both errors match ErrExpiryIndex and name the table and the index.
 func (l *layout) expiryIndexOf(table string, t *types.TableDescription) (*types.GlobalSecondaryIndexDescription, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +109,32 @@ func TestTheTemplatesEnvironmentIsOneTheFunctionStartsWith(t *testing.T) {
 		assert.Equal(t, "PaymentsTable", cfg.PaymentTable)
 		assert.NotPanics(t, func() { newFunction(ep.Client, cfg) }, "%v", p)
 	}
+}
+
+// A route whose authorizer names no identity the function reads (a Lambda
+// authorizer's context without principalId or sub) is refused: the
+// client's own Authorization header would otherwise choose the caller.
+func TestARouteWithAnAuthorizerButNoIdentityIsUnauthorized(t *testing.T) {
+	ep := localstack.ForTest(t)
+	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
+	ctx := context.Background()
+	require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg))
+	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, ep.Client, name)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "apigw-v2-request-lambda-authorizer.json"))
+	require.NoError(t, err)
+	var ev events.APIGatewayV2HTTPRequest
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	ev.RequestContext.Authorizer.Lambda = map[string]any{"tenant": "chosen-by-nobody"}
+	ev.RequestContext.HTTP.Method, ev.RawPath = "POST", "/payments"
+	ev.Body, ev.IsBase64Encoded = `{"amount":1250,"currency":"EUR"}`, false
+	ev.Headers = map[string]string{"authorization": "Bearer someone-else", "content-type": "application/json", "idempotency-key": "order-1"}
+	resp, err := newFunction(ep.Client, cfg)(ctx, ev)
+	require.NoError(t, err)
+	assert.Equal(t, 401, resp.StatusCode, resp.Body)
+	assert.Contains(t, resp.Body, "principalId")
+	out, err := ep.Client.Scan(ctx, &dynamodb.ScanInput{TableName: &cfg.PaymentTable})
+	require.NoError(t, err)
+	assert.Zero(t, out.Count, "no payment written")
 }

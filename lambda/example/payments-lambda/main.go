@@ -57,6 +57,7 @@ import (
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/problem"
 	idemlambda "github.com/idemkey/idemkey/lambda"
 )
 
@@ -103,12 +104,22 @@ func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc 
 // the token's issuer and sub claim behind a JWT authorizer). The API
 // hashes the bearer token into the caller, so it then sees one caller per
 // subject, whose payments and keys survive the refresh of its token.
-// Without an authorizer the request passes unchanged.
+// Without an authorizer the request passes unchanged. A route with an
+// authorizer whose identity lambda.Scope cannot read (a Lambda
+// authorizer's context without principalId or sub, say) is answered 401:
+// passing the client's own Authorization header on would let the client
+// choose its caller.
 func verifiedCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if caller, err := idemlambda.Scope(r); err == nil {
+		caller, err := idemlambda.Scope(r)
+		switch ev, _ := idemlambda.APIGatewayV2Event(r.Context()); {
+		case err == nil:
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer "+caller)
+		case ev != nil && ev.RequestContext.Authorizer != nil:
+			problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Caller not identified",
+				"The route's authorizer names no caller identity this function reads: "+err.Error()), 0)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
