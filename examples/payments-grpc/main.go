@@ -119,10 +119,11 @@ func ownerFrom(ctx context.Context) string { s, _ := ctx.Value(ownerKey{}).(stri
 func authenticate(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	var token string
+	ok := false
 	if v := md.Get("authorization"); len(v) == 1 {
-		token, _ = strings.CutPrefix(v[0], "Bearer ")
+		token, ok = strings.CutPrefix(v[0], "Bearer ")
 	}
-	if token = strings.TrimSpace(token); token == "" {
+	if token = strings.TrimSpace(token); !ok || token == "" {
 		return nil, status.Error(codes.Unauthenticated, `send "authorization: Bearer <token>" metadata`)
 	}
 	return next(context.WithValue(ctx, ownerKey{}, paymentsapi.OwnerOf(token)), req)
