@@ -77,7 +77,9 @@ type Request struct {
 	Key string
 	// Method and Path record what the key was first used for. They are
 	// stored for operators; the fingerprint is what is compared. They hold
-	// at most MaxMethodBytes and MaxPathBytes bytes.
+	// at most MaxMethodBytes and MaxPathBytes bytes. DynamoDB strings are
+	// UTF-8: bytes that are not are stored as U+FFFD, and the Record a
+	// claim returns holds them so.
 	Method, Path string
 	// Fingerprint identifies the request's content (32 bytes). A later
 	// request with the same key and another fingerprint is a mismatch.
@@ -274,7 +276,9 @@ var unstoredHeaders = map[string]bool{
 // and replayed. Hop-by-hop headers, Set-Cookie, Date and Content-Length are
 // not.
 func storedHeader(name string) bool {
-	return !unstoredHeaders[http.CanonicalHeaderKey(name)]
+	// A name that is not valid UTF-8 is no header net/http sends, and the
+	// SDK would store it as another name.
+	return utf8.ValidString(name) && !unstoredHeaders[http.CanonicalHeaderKey(name)]
 }
 
 func encodeHeader(h http.Header) types.AttributeValue {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -106,8 +107,8 @@ type Store struct {
 
 // New returns a Store over table. It panics if client is nil, table is
 // empty, the effective Retention is shorter than the effective Lease,
-// Region is longer than MaxSweepRegionLen (a region-scoped Sweeper could
-// not evict its records), or Schema is invalid (KeySchema.Validate): those
+// Region is longer than MaxSweepRegionLen or not valid UTF-8 (a
+// region-scoped Sweeper could not evict its records), or Schema is invalid (KeySchema.Validate): those
 // are configuration errors, caught at start.
 func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if client == nil || table == "" {
@@ -131,6 +132,9 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if len(o.Region) > MaxSweepRegionLen {
 		panic(fmt.Sprintf("dynamostore: New: Region of %d bytes, more than %d (MaxSweepRegionLen): no Sweeper of that region could evict its records",
 			len(o.Region), MaxSweepRegionLen))
+	}
+	if !utf8.ValidString(o.Region) {
+		panic(fmt.Sprintf("dynamostore: New: Region %q is not valid UTF-8: DynamoDB would store another string, which no Sweeper of that region matches", o.Region))
 	}
 	if o.CompressAbove == 0 {
 		o.CompressAbove = DefaultCompressAbove
@@ -219,7 +223,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 	return s.claimWith(ctx, req, nil, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
 		lockExpires := now.Add(lease)
 		rec := &Record{
-			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
+			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
 			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
 			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(lockExpires),
 			Region: s.opts.Region,
@@ -353,7 +357,7 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 	return s.claimWith(ctx, req, tx, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
 		r := resp
 		rec := &Record{
-			Scope: req.Scope, Key: req.Key, Method: req.Method, Path: req.Path,
+			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
 			Fingerprint: req.Fingerprint, State: StateCompleted, LockToken: token,
 			LockExpires: now, Created: now, Completed: now, Expires: wholeSecond(now.Add(s.opts.Retention)),
 			Region: s.opts.Region, Response: &r,
@@ -407,6 +411,10 @@ func validate(req Request) error {
 	}
 	return checkUTF8(req.Scope, req.Key)
 }
+
+// asUTF8 returns s as DynamoDB stores a string, which the SDK sends as
+// UTF-8: each invalid byte sequence replaced by U+FFFD.
+func asUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // checkUTF8 refuses a scope or key that is not valid UTF-8: DynamoDB
 // strings are UTF-8 and the SDK replaces invalid bytes, so two such keys
@@ -497,8 +505,10 @@ func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record,
 // response the record could not be read back with (nothing is written:
 // the claim stays held); ErrLockLost; errors of package txn for the staged
 // effects (*txn.ConditionFailedError, *txn.ConflictError,
-// *txn.ValidationError, txn.ErrTooManyActions, txn.ErrTokenMismatch, ...);
-// *StoreError when
+// *txn.ValidationError, txn.ErrTooManyActions, txn.ErrTokenMismatch, ...;
+// a *txn.ValidationError also, before any call, for a staged Put, Update
+// or Delete of an item of this Store's key records, in its table and
+// namespace: only the Store writes those); *StoreError when
 // DynamoDB could not be reached or answered that the transaction is still
 // in progress, in which case the commit may or may not have been applied.
 func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
@@ -568,6 +578,9 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 			return nil, &StoreError{Op: "PutItem", Err: err, LockToken: rec.LockToken, Table: s.table}
 		}
 		return ccf.Item, errFenceFailed
+	}
+	if err := s.refuseKeyRecordWrites(effects); err != nil {
+		return nil, err
 	}
 	fence := types.TransactWriteItem{Put: &types.Put{
 		TableName:                           &s.table,

@@ -163,7 +163,7 @@ type Sweeper struct {
 
 // NewSweeper returns a Sweeper over table. It panics if client is nil,
 // table is empty, Mode is not a SweepMode, Region is longer than
-// MaxSweepRegionLen bytes or Schema is invalid (KeySchema.Validate): that
+// MaxSweepRegionLen bytes or not valid UTF-8, or Schema is invalid (KeySchema.Validate): that
 // is a configuration error, caught at start. It makes no call: in
 // SweepIndex mode the first sweep checks the index.
 // Out-of-range options are clamped: Segments to [1, MaxSweepSegments]

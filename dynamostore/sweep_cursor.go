@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -506,10 +507,15 @@ func sweepCursorKeyFor(region string) string {
 	return regionCursorKeyPrefix + region
 }
 
-// checkSweepRegion refuses a region longer than MaxSweepRegionLen.
+// checkSweepRegion refuses a region longer than MaxSweepRegionLen, or not
+// valid UTF-8 (DynamoDB would store another string: the region's sweeper
+// would find none of its records).
 func checkSweepRegion(region string) error {
 	if len(region) > MaxSweepRegionLen {
 		return fmt.Errorf("dynamostore: sweep region of %d bytes, more than %d (MaxSweepRegionLen)", len(region), MaxSweepRegionLen)
+	}
+	if !utf8.ValidString(region) {
+		return fmt.Errorf("dynamostore: region %q is not valid UTF-8", region)
 	}
 	return nil
 }

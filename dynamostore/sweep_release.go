@@ -94,5 +94,5 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 		}
 		return nil, ErrLockLost
 	}
-	return nil, &StoreError{Op: "DeleteItem", Err: err}
+	return nil, &StoreError{Op: "DeleteItem", Err: err, Table: s.table}
 }

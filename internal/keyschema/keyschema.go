@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -101,6 +102,12 @@ func (s Schema) Check(reserved []string) error {
 		if strings.ContainsAny(name, "\x00") {
 			return fmt.Errorf("attribute name %q contains a NUL byte", name)
 		}
+		if !utf8.ValidString(name) {
+			return fmt.Errorf("attribute name %q is not valid UTF-8: DynamoDB would store it as another name", name)
+		}
+	}
+	if !utf8.ValidString(s.SortKeyValue) {
+		return fmt.Errorf("SortKeyValue %q is not valid UTF-8: DynamoDB would store another value, and no record would read back", s.SortKeyValue)
 	}
 	for _, name := range reserved {
 		for _, own := range []string{s.PartitionKey, s.SortKey, s.TTLAttribute} {
