@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -295,6 +296,13 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
 		case o.Mode == HomeRegion && r.Client == nil:
 			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no Client: HomeRegion mode reads the table's topology record through it (NewRegion sets it)")
+		case i > 0 && r.Store.Table() != regions[0].Store.Table():
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" is over table "+strconv.Quote(r.Store.Table())+
+				", region "+strconv.Quote(regions[0].Name)+"'s over "+strconv.Quote(regions[0].Store.Table())+
+				": the replicas of one global table share its name, and a region that reads another table finds none of the others' records")
+		case i > 0 && keyschema.Schema(r.Store.Options().Schema).WithDefaults() != keyschema.Schema(regions[0].Store.Options().Schema).WithDefaults():
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" has another key schema than region "+
+				strconv.Quote(regions[0].Name)+"'s: each would read the other's records as none")
 		}
 		reg := &region{name: r.Name, store: r.Store, scanner: r.Scanner, client: r.Client}
 		s.regions = append(s.regions, reg)
@@ -336,6 +344,10 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 			return nil, err
 		}
 	case Strong:
+		if len(regions) > 3 {
+			return nil, bad("regions", "an MRSC table spans exactly three regions (two replicas and a witness, or three replicas): "+
+				strconv.Itoa(len(regions))+" regions cannot all be its replicas")
+		}
 		if o.Effects == EffectsStaged {
 			return nil, &ConfigError{Mode: o.Mode, Field: "Effects", Err: ErrTransactionsUnsupported,
 				Reason: "MRSC tables reject TransactWriteItems, so staged effects cannot commit with the key; " +
@@ -567,6 +579,12 @@ func unavailable(ctx context.Context, err error) bool {
 		return true
 	}
 	if api.ErrorFault() == smithy.FaultServer {
+		return true
+	}
+	// An answer of 5xx whose code the SDK does not model (InternalFailure)
+	// has no fault set: its status says it is the server's.
+	var resp interface{ HTTPStatusCode() int }
+	if errors.As(err, &resp) && resp.HTTPStatusCode() >= 500 {
 		return true
 	}
 	switch api.ErrorCode() {

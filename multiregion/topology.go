@@ -96,8 +96,14 @@ func (t Topology) Order(scope, key string) []string {
 	return HomeOrder(scope, key, t.Regions)
 }
 
-// Home returns the home region of (scope, key) under t.
-func (t Topology) Home(scope, key string) string { return t.Order(scope, key)[0] }
+// Home returns the home region of (scope, key) under t, "" for a
+// topology without regions.
+func (t Topology) Home(scope, key string) string {
+	if order := t.Order(scope, key); len(order) > 0 {
+		return order[0]
+	}
+	return ""
+}
 
 func (t Topology) validate() error {
 	if len(t.Regions) == 0 {
@@ -365,6 +371,7 @@ func decodeTopology(item map[string]types.AttributeValue) (*TopologyRecord, erro
 type topologyCache struct {
 	mu     sync.Mutex
 	rec    *TopologyRecord // nil: no record
+	split  error           // regions held different records of one version
 	readAt time.Time
 	loaded bool
 }
@@ -406,8 +413,11 @@ func (s *Store) topology(ctx context.Context) (*TopologyRecord, error) {
 	c.mu.Lock()
 	now := s.local.store.Options().Now()
 	if c.loaded && now.Sub(c.readAt) < s.opts.TopologyRefresh && now.Sub(c.readAt) >= 0 {
-		rec := c.rec
+		rec, split := c.rec, c.split
 		c.mu.Unlock()
+		if split != nil {
+			return nil, split
+		}
 		return rec, s.checkRecord(rec)
 	}
 	c.mu.Unlock()
@@ -447,6 +457,7 @@ func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 		best    *TopologyRecord
 		lastErr error
 		absent  int
+		twin    *TopologyRecord // another record of best's version
 	)
 	for i, r := range tried {
 		names = append(names, r.name)
@@ -459,7 +470,9 @@ func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 		case err != nil:
 			return nil, err
 		case best == nil || rec.Version > best.Version:
-			best = rec
+			best, twin = rec, nil
+		case rec.Version == best.Version && !rec.same(best):
+			twin = rec
 		}
 	}
 	if best == nil && absent == len(names) {
@@ -480,14 +493,36 @@ func (s *Store) refreshTopology(ctx context.Context) (*TopologyRecord, error) {
 	if best == nil && absent == 0 {
 		return nil, &RegionError{Regions: names, Err: lastErr}
 	}
+	// Two records of one version that differ were written concurrently
+	// (two first records, each in its writer's region, conditional there
+	// only): replication keeps one of them in the end, and until then
+	// neither is the table's, so nothing is served.
+	var split error
+	if twin != nil {
+		split = &ConfigError{Mode: s.opts.Mode, Field: "regions", Err: ErrTopologyMismatch,
+			Reason: "the regions hold two different topology records of version " + strconv.FormatInt(best.Version, 10) + " (" +
+				best.String() + "; " + twin.String() + "), written concurrently; keys are refused until replication leaves one"}
+	}
 	// best is nil when some regions hold no record and the others cannot
 	// be read: the Store homes by its configuration until the next read.
 	s.topo.mu.Lock()
 	if !s.topo.loaded || !readAt.Before(s.topo.readAt) {
-		s.topo.rec, s.topo.readAt, s.topo.loaded = best, readAt, true
+		s.topo.rec, s.topo.split, s.topo.readAt, s.topo.loaded = best, split, readAt, true
 	}
 	s.topo.mu.Unlock()
+	if split != nil {
+		return nil, split
+	}
 	return best, s.checkRecord(best)
+}
+
+// same reports whether r and o are one record: one version of the same
+// active and consulted topologies.
+func (r *TopologyRecord) same(o *TopologyRecord) bool {
+	if r.Version != o.Version || !r.Active.Equal(o.Active) || (r.Consulted == nil) != (o.Consulted == nil) {
+		return false
+	}
+	return r.Consulted == nil || r.Consulted.Equal(*o.Consulted)
 }
 
 // checkRecord refuses a record the configuration contradicts.
