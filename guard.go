@@ -3,6 +3,7 @@ package idemkey
 import (
 	"context"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
@@ -51,7 +52,10 @@ const (
 	// only for functions whose every effect is a write staged on the txn.Tx
 	// (no email, no call to a payment processor, no direct DynamoDB write):
 	// anything else would happen twice. A replay still costs one call and
-	// one run of the function, unless a Cache answers it.
+	// one run of the function, unless a Cache answers it. A run that
+	// writes nothing (the function failed, or its response is not stored)
+	// reads the key's record (one GetItem): a retry after completion is
+	// answered from it, not by the run's failure.
 	OneTrip
 )
 
@@ -109,11 +113,12 @@ type Guard struct {
 	opts  Options
 }
 
-// New returns a Guard over store. It panics if store is nil, if Mode is
-// OneTrip and store has no CommitFirst method, or if Options.Cache is used
-// by a Guard over another store.
+// New returns a Guard over store. It panics if store is nil (or a nil
+// pointer, such as a nil *dynamostore.Store), if Mode is OneTrip and store
+// has no CommitFirst method, or if Options.Cache is used by a Guard over
+// another store.
 func New(store Store, optFns ...func(*Options)) *Guard {
-	if store == nil {
+	if v := reflect.ValueOf(store); store == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		panic("idemkey: New needs a store")
 	}
 	g := &Guard{store: store}
@@ -170,7 +175,8 @@ type Result struct {
 // ConfirmTimeout: found applied under this request's lock, it answers as a
 // commit (Stored, not Replayed); found unapplied, the key is released
 // (ClaimFirst). In OneTrip mode a completed record with the request's
-// fingerprint written by another execution answers as a replay.
+// fingerprint written by another execution answers as a replay, and so it
+// does when fn fails or its response is not stored (one read).
 //
 // Errors: an *InFlightError (ErrInFlight), ErrMismatch, an
 // *UnavailableError (ErrUnavailable) when DynamoDB cannot be reached,
@@ -321,10 +327,16 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (
 	resp, err := g.run(ctx, tx, fn, func() { p.done(PhaseRun); p.staged(tx) })
 	p.done(PhaseRun)
 	p.staged(tx)
-	if err != nil {
-		return nil, OutcomeExecutedReleased, err
-	}
-	if !g.opts.ShouldStore(resp) {
+	if err != nil || !g.opts.ShouldStore(resp) {
+		// Nothing is written, so no condition failure tells whether the
+		// key was executed before: a retry after completion is answered
+		// from the record, as a claim would answer it, not by this run.
+		if res, serr, found := g.storedAnswer(ctx, req, p); found {
+			return res, "", serr
+		}
+		if err != nil {
+			return nil, OutcomeExecutedReleased, err
+		}
 		return &Result{Response: resp}, "", nil
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
@@ -356,6 +368,28 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (
 	}
 	g.remember(claim.Record)
 	return &Result{Response: resp, Stored: true}, "", nil
+}
+
+// storedAnswer reads the record of req's key for a OneTrip run that
+// writes nothing (fn failed, or its response is not stored), and answers
+// as a claim's condition failure would: a completed record of the same
+// request is a replay, of another request ErrMismatch, a claim in progress
+// an *InFlightError. found is false when there is no record, or it cannot
+// be read: the run's own answer stands.
+func (g *Guard) storedAnswer(ctx context.Context, req Request, p *probe) (res *Result, err error, found bool) {
+	rec, gerr := g.confirm(ctx, req.Scope, req.Key, p)
+	switch {
+	case gerr != nil:
+		return nil, nil, false
+	case rec.State == dynamostore.StateInProgress:
+		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}, true
+	case !fingerprint.Equal(rec.Fingerprint, req.Fingerprint):
+		return nil, ErrMismatch, true
+	case rec.Response == nil:
+		return nil, nil, false
+	}
+	g.remember(rec)
+	return &Result{Response: *rec.Response, Replayed: true, Stored: true}, nil, true
 }
 
 func (g *Guard) remember(rec *dynamostore.Record) {

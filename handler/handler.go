@@ -120,15 +120,18 @@ type Options struct {
 	// serves the middleware (package lambda) names itself in the request's
 	// context instead.
 	Guard idemkey.Options
-	// Logger receives one record per request that is not a plain
-	// execution: replays, conflicts and refusals at Info; a store that
+	// Logger receives one record per guarded request that is not a plain
+	// execution: replays and conflicts (409, 422) at Info; a store that
 	// could not be reached (503), a staged condition that failed and a
 	// handler's own 5xx answer at Warn; faults that retrying does not fix
 	// (a permanent store fault, a corrupt record, a lost lock, a commit
 	// that failed otherwise) at Error. A record holds the method, the
 	// path, a hash of the key, the outcome (the problem type's name, or
 	// "replay" or "released"), the status and the error; never the key,
-	// the scope, a body or a header.
+	// the scope, a body or a header. A request the middleware refuses
+	// before the Guard runs (400 for a missing or malformed key, 401, 413,
+	// 414, a body that does not match its length) writes no record: it
+	// reached no key.
 	//
 	// Default (nil): the records at Warn and above go to slog.Default(),
 	// as it is when they are written. To log nothing, set
