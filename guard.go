@@ -374,12 +374,15 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (
 // writes nothing (fn failed, or its response is not stored), and answers
 // as a claim's condition failure would: a completed record of the same
 // request is a replay, of another request ErrMismatch, a claim in progress
-// an *InFlightError. found is false when there is no record, or it cannot
-// be read: the run's own answer stands.
+// under a lock that holds an *InFlightError. found is false when there is
+// no record, its lock has expired (a claim would take the key over), or it
+// cannot be read: the run's own answer stands.
 func (g *Guard) storedAnswer(ctx context.Context, req Request, p *probe) (res *Result, err error, found bool) {
 	rec, gerr := g.confirm(ctx, req.Scope, req.Key, p)
 	switch {
 	case gerr != nil:
+		return nil, nil, false
+	case rec.State == dynamostore.StateInProgress && rec.LockExpires.Before(g.opts.Now()):
 		return nil, nil, false
 	case rec.State == dynamostore.StateInProgress:
 		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,28 @@ func TestOneTripReuseOfAKeyWhoseRunFailsIsAMismatch(t *testing.T) {
 		return idemkey.Response{Status: 500}, nil
 	})
 	assert.ErrorIs(t, err, idemkey.ErrMismatch)
+}
+
+// A OneTrip run that writes nothing over an abandoned claim (a ClaimFirst
+// writer's, its lock expired) keeps its own answer, as a claim would take
+// the key over; under a lock that holds, it is in flight.
+func TestOneTripFailedRunOverAClaimInProgress(t *testing.T) {
+	e := newGuardEnv(t)
+	ctx := context.Background()
+	s := e.store(nil)
+	stuck := req("k-stuck")
+	stuck.Lease = time.Minute
+	_, err := s.Claim(ctx, stuck)
+	require.NoError(t, err)
+	g := e.guard(s, func(o *idemkey.Options) { o.Mode = idemkey.OneTrip })
+	unavailable := func(context.Context) (idemkey.Response, error) { return idemkey.Response{Status: 503}, nil }
+
+	_, err = g.Do(ctx, req("k-stuck"), unavailable)
+	assert.ErrorIs(t, err, idemkey.ErrInFlight, "the lock holds")
+
+	e.clock.Advance(2 * time.Minute)
+	res, err := g.Do(ctx, req("k-stuck"), unavailable)
+	require.NoError(t, err)
+	assert.Equal(t, 503, res.Response.Status, "the lock expired: the run's own answer")
+	assert.False(t, res.Replayed)
 }

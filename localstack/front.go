@@ -193,6 +193,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		chainedNameError(p, n).writeTo(w)
 		return
 	}
+	if f, p, ok := undefinedValue(body, &in); ok {
+		undefinedValueError(f, p).writeTo(w)
+		return
+	}
 	f.locked(r.Context(), op, r.Header, body, &in).writeTo(w)
 }
 

@@ -120,3 +120,128 @@ func chainedNameError(placeholder, name string) *response {
 		"the embedded emulator (minidyn) would resolve that name as a placeholder again, without end (DynamoDB reads it as an attribute name)",
 		placeholder, name)
 }
+
+// Expression attribute values that no map defines. minidyn evaluates an
+// expression's :placeholder that ExpressionAttributeValues does not define
+// as an absent value, so a condition such as attribute_not_exists(#pk) OR
+// #state = :in_progress without :in_progress succeeds on a new item;
+// DynamoDB refuses the request with a ValidationException before it reads
+// anything. The front answers as DynamoDB does, naming the first
+// expression (in the order below) and placeholder.
+
+// expressionFields are the members of a request (or of a transaction's
+// action) that hold expressions, in the order they are checked.
+var expressionFields = [...]string{"KeyConditionExpression", "ConditionExpression", "FilterExpression", "UpdateExpression"}
+
+// undefinedValue returns the first expression of the request body (decoded
+// in in, where the front decoded it) that uses a value placeholder its
+// ExpressionAttributeValues does not define, and the placeholder.
+func undefinedValue(body []byte, in *decoded) (field, placeholder string, found bool) {
+	switch {
+	case in.put != nil:
+		return undefinedIn(in.put.ExpressionAttributeValues, map[string]*string{"ConditionExpression": in.put.ConditionExpression})
+	case in.transaction != nil && in.transaction.err == nil:
+		for _, a := range in.transaction.req.TransactItems {
+			var f, p string
+			var ok bool
+			switch {
+			case a.Put != nil:
+				f, p, ok = undefinedIn(a.Put.ExpressionAttributeValues, map[string]*string{"ConditionExpression": a.Put.ConditionExpression})
+			case a.Update != nil:
+				f, p, ok = undefinedIn(a.Update.ExpressionAttributeValues, map[string]*string{
+					"ConditionExpression": a.Update.ConditionExpression, "UpdateExpression": a.Update.UpdateExpression})
+			case a.Delete != nil:
+				f, p, ok = undefinedIn(a.Delete.ExpressionAttributeValues, map[string]*string{"ConditionExpression": a.Delete.ConditionExpression})
+			case a.ConditionCheck != nil:
+				f, p, ok = undefinedIn(a.ConditionCheck.ExpressionAttributeValues, map[string]*string{"ConditionExpression": a.ConditionCheck.ConditionExpression})
+			}
+			if ok {
+				return f, p, true
+			}
+		}
+		return "", "", false
+	}
+	if !bytes.Contains(body, []byte(`Expression"`)) {
+		return "", "", false
+	}
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return "", "", false // minidyn reports the malformed body
+	}
+	return undefinedUnder(v)
+}
+
+// undefinedUnder looks for an undefined value placeholder in every object
+// within v that holds expressions.
+func undefinedUnder(v any) (field, placeholder string, found bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		exprs := map[string]*string{}
+		for _, f := range expressionFields {
+			if s, ok := x[f].(string); ok {
+				exprs[f] = &s
+			}
+		}
+		if len(exprs) > 0 {
+			values := map[string]*server.AttributeValue{}
+			if obj, ok := x["ExpressionAttributeValues"].(map[string]any); ok {
+				for k := range obj {
+					values[k] = nil
+				}
+			}
+			if f, p, ok := undefinedIn(values, exprs); ok {
+				return f, p, true
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if f, p, ok := undefinedUnder(x[k]); ok {
+				return f, p, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if f, p, ok := undefinedUnder(e); ok {
+				return f, p, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// undefinedIn returns the first of exprs (in expressionFields order) that
+// uses a value placeholder values does not hold.
+func undefinedIn(values map[string]*server.AttributeValue, exprs map[string]*string) (field, placeholder string, found bool) {
+	for _, f := range expressionFields {
+		e := exprs[f]
+		if e == nil {
+			continue
+		}
+		for i := 0; i < len(*e); i++ {
+			if (*e)[i] != ':' {
+				continue
+			}
+			j := i + 1
+			for j < len(*e) && placeholderByte((*e)[j]) {
+				j++
+			}
+			if p := (*e)[i:j]; j > i+1 {
+				if _, ok := values[p]; !ok {
+					return f, p, true
+				}
+			}
+			i = j - 1
+		}
+	}
+	return "", "", false
+}
+
+// placeholderByte reports whether c may follow the ':' of a placeholder.
+func placeholderByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// undefinedValueError is DynamoDB's answer to a request with an undefined
+// value placeholder.
+func undefinedValueError(field, placeholder string) *response {
+	return validationError("Invalid %s: An expression attribute value used in expression is not defined; attribute value: %s", field, placeholder)
+}

@@ -179,3 +179,35 @@ func TestPlaceholderNamingAPlaceholderIsRefused(t *testing.T) {
 	}
 	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},"ConditionExpression":"#a = :v","ExpressionAttributeNames":{"#a":"v"},"ExpressionAttributeValues":{":v":{"S":"x"}}}`)
 }
+
+// An expression that uses a value placeholder its ExpressionAttributeValues
+// does not define is refused with DynamoDB's ValidationException, whatever
+// the request (minidyn read the value as absent: a claim whose second
+// branch used an undefined :in_progress succeeded on a new item), and
+// before anything is written.
+func TestUndefinedValuePlaceholderIsRefused(t *testing.T) {
+	f := NewHandler()
+	mustServe(t, f, "CreateTable", `{"TableName":"t","BillingMode":"PAY_PER_REQUEST","AttributeDefinitions":[{"AttributeName":"pk","AttributeType":"S"}],"KeySchema":[{"AttributeName":"pk","KeyType":"HASH"}]}`)
+	cond := `"ConditionExpression":"attribute_not_exists(#pk) OR #s = :in_progress","ExpressionAttributeNames":{"#pk":"pk","#s":"state"}`
+	for _, r := range []struct{ op, body, field string }{
+		{"PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},` + cond + `}`, "ConditionExpression"},
+		{"PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},` + cond + `,"ExpressionAttributeValues":{":other":{"S":"x"}}}`, "ConditionExpression"},
+		{"DeleteItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},` + cond + `}`, "ConditionExpression"},
+		{"UpdateItem", `{"TableName":"t","Key":{"pk":{"S":"a"}},"UpdateExpression":"SET v = :v"}`, "UpdateExpression"},
+		{"Scan", `{"TableName":"t","FilterExpression":"v = :v"}`, "FilterExpression"},
+		{"Query", `{"TableName":"t","KeyConditionExpression":"pk = :pk"}`, "KeyConditionExpression"},
+		{"TransactWriteItems", `{"TransactItems":[{"Put":{"TableName":"t","Item":{"pk":{"S":"b"}}}},{"Put":{"TableName":"t","Item":{"pk":{"S":"c"}},` + cond + `}}]}`, "ConditionExpression"},
+		{"TransactWriteItems", `{"TransactItems":[{"Update":{"TableName":"t","Key":{"pk":{"S":"d"}},"UpdateExpression":"SET v = :v"}}]}`, "UpdateExpression"},
+	} {
+		rec := serveDirect(f, r.op, r.body)
+		want := "Invalid " + r.field + ": An expression attribute value used in expression is not defined; attribute value: :"
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "ValidationException") || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("%s %s: %d %s; want a ValidationException %q", r.op, r.body, rec.Code, rec.Body, want)
+		}
+	}
+	rec := serveDirect(f, "Scan", `{"TableName":"t"}`)
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"pk"`) {
+		t.Errorf("a refused request wrote an item: %s", rec.Body)
+	}
+	mustServe(t, f, "PutItem", `{"TableName":"t","Item":{"pk":{"S":"a"}},`+cond+`,"ExpressionAttributeValues":{":in_progress":{"S":"in_progress"}}}`)
+}

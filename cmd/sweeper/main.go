@@ -69,8 +69,10 @@
 // EvictionLagSeconds (Seconds); DurationMs (Milliseconds); ConsumedRCU,
 // ConsumedWCU, ScannedPerEvicted (None); Errors (Count, failed DynamoDB
 // calls, the cursor's included); PassFinished (1 when the pass finished).
-// With WRITER_REGION set, the line also carries it as the WriterRegion
-// property.
+// Its properties: StoppedBy, DryRun, Segments, Pages, Foreign, Unowned
+// (records of no region a regional sweep leaves alone; their expiry counts
+// in EvictionLagSeconds), EventId, ScheduledTime, and with WRITER_REGION
+// set the WriterRegion.
 // Alarm on EvictionLagSeconds and on Errors, and treat missing data as
 // breaching: a sweeper that stops running emits nothing.
 //

@@ -89,7 +89,7 @@ func TestDashboardShowsOutcomesCommitLatencyAndSweeperLag(t *testing.T) {
 		assert.Contains(t, stats, name)
 	}
 	assert.Equal(t, "p99", stats["CommitDuration"], "commit latency p99")
-	assert.ElementsMatch(t, []string{"<LockLostRateAlarm.Arn>", "<UnavailableRateAlarm.Arn>", "<EvictionLagAlarm.Arn>", "<SweeperErrorsAlarm.Arn>"}, alarms)
+	assert.ElementsMatch(t, []string{"<LockLostRateAlarm.Arn>", "<UnavailableRateAlarm.Arn>", "<EvictionLagAlarm.Arn>", "<SweeperErrorsAlarm.Arn>", "<SweeperFunctionErrorsAlarm.Arn>"}, alarms)
 }
 
 func TestLockLostAndUnavailableAlarmOnTheirShareOfRequests(t *testing.T) {

@@ -138,3 +138,31 @@ func TestSweepModeIndexGivesTheKeyTableTheExpiryIndexAndTheSweeperItsMode(t *tes
 		assert.Subset(t, granted["KeyTable"], []string{"dynamodb:Query", "dynamodb:DescribeTable"})
 	}
 }
+
+// Every parameter is in one group of the console's form, and the
+// dashboard's alarm widget shows every alarm of the stack.
+func TestEveryParameterIsGroupedAndEveryAlarmIsOnTheDashboard(t *testing.T) {
+	tpl, err := Load()
+	require.NoError(t, err)
+	groups := tpl.Section("Metadata", "AWS::CloudFormation::Interface", "ParameterGroups")
+	require.NotNil(t, groups)
+	grouped := map[string]int{}
+	for _, g := range groups.Content {
+		for _, name := range scalars(get(g, "Parameters")) {
+			grouped[name]++
+		}
+	}
+	params := tpl.Section("Parameters")
+	require.NotNil(t, params)
+	for i := 0; i < len(params.Content); i += 2 {
+		name := params.Content[i].Value
+		assert.Equal(t, 1, grouped[name], "parameter %s in exactly one group", name)
+	}
+	dashboards := tpl.Resources("AWS::CloudWatch::Dashboard")
+	require.Len(t, dashboards, 1)
+	body := tpl.Path(dashboards[0], "Properties", "DashboardBody")
+	require.NotNil(t, body)
+	for _, alarm := range tpl.Resources("AWS::CloudWatch::Alarm") {
+		assert.Contains(t, body.Value, "${"+alarm+".Arn}", "alarm %s on the dashboard", alarm)
+	}
+}
