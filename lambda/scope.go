@@ -118,8 +118,9 @@ func Scope(r *http.Request) (string, error) { return scope(r, ScopeOptions{}.wit
 // it is an integer of magnitude below 2^53: a larger or fractional one may
 // be another caller's id rounded (9007199254740993 decodes as
 // 9007199254740992), so it counts as absent, and such ids are to be sent
-// as strings or decoded as json.Number. Empty values count as absent. A request without an event fails with
-// ErrNoEvent. Package handler answers an error with 401.
+// as strings or decoded as json.Number. Empty values count as absent. A
+// request without an event fails with ErrNoEvent. Package handler answers
+// an error with 401.
 func EventScope(optFns ...func(*ScopeOptions)) func(*http.Request) (string, error) {
 	var o ScopeOptions
 	for _, fn := range optFns {
