@@ -18,6 +18,10 @@ var (
 	// Releasing a completed key lets the next retry execute the request
 	// again: a duplicate.
 	ErrKeyCompleted = errors.New("dynamostore: key completed")
+
+	// ErrOtherRegion reports that ReleaseKey, with ReleaseKeyOptions.Region
+	// set, found a record another region wrote.
+	ErrOtherRegion = errors.New("dynamostore: record of another region")
 )
 
 // ReleaseKeyOptions widen what ReleaseKey may delete. The zero value
@@ -32,6 +36,12 @@ type ReleaseKeyOptions struct {
 	// Completed releases a completed record too: the next retry of its
 	// request executes again, a duplicate.
 	Completed bool
+	// Region, when set, releases only a record that region wrote, or that
+	// no region wrote: a region's records are deleted in that region's own
+	// replica, as a sweep with SweepOptions.Region deletes them, since on
+	// a global table a delete in another replica can replicate over a
+	// newer write of that region.
+	Region string
 }
 
 // ReleaseKey deletes the live record of (scope, key) so that the next
@@ -44,7 +54,8 @@ type ReleaseKeyOptions struct {
 // Errors: ErrInvalidRequest for a scope or key that is not valid UTF-8
 // (nothing is read or deleted); ErrNotFound when there is no live record; ErrLockHeld for an
 // in-progress record whose lock holds, without InProgress; ErrKeyCompleted
-// for a completed record, without Completed (these two return the record
+// for a completed record, without Completed, and ErrOtherRegion for a
+// record of a region other than Region (these three return the record
 // left in place along with the error); ErrLockLost when the record changed
 // between the read and the delete (nothing was deleted; a delete the SDK
 // sent again after an attempt whose answer was lost, and that then finds
@@ -64,6 +75,8 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 	pk := s.layout.Value(scope, key)
 	var in *dynamodb.DeleteItemInput
 	switch {
+	case o.Region != "" && rec.Region != "" && rec.Region != o.Region:
+		return rec, ErrOtherRegion
 	case rec.State == StateCompleted && !o.Completed:
 		return rec, ErrKeyCompleted
 	case rec.State == StateInProgress && rec.LockExpires.UnixMilli() < now.UnixMilli(): // the reclaim condition's precision

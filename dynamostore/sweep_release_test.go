@@ -141,3 +141,34 @@ func TestReleaseKeyWhoseDeleteWasAppliedBeforeItsAnswerWasLostReturnsTheRecord(t
 	_, err = s.Get(ctx, "tenant-a", "k1")
 	require.ErrorIs(t, err, dynamostore.ErrNotFound)
 }
+
+// With ReleaseKeyOptions.Region, ReleaseKey deletes only a record of that
+// region or of none, from the one read whose lock token fences the
+// delete; another region's record is left, with ErrOtherRegion.
+func TestReleaseKeyWithRegionLeavesAnotherRegionsRecord(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	lease := func(o *dynamostore.Options) { o.Lease = time.Minute }
+	for key, region := range map[string]string{"theirs": "b", "mine": "a", "nobodys": ""} {
+		_, err := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = region }).Claim(ctx, request(key, "x"))
+		require.NoError(t, err)
+	}
+	e.clock.Advance(2 * time.Minute) // every lock expired: stuck
+	st := e.store(nil)
+	inA := func(o *dynamostore.ReleaseKeyOptions) { o.Region = "a" }
+
+	rec, err := st.ReleaseKey(ctx, "tenant-a", "theirs", inA)
+	require.ErrorIs(t, err, dynamostore.ErrOtherRegion)
+	assert.Equal(t, "b", rec.Region)
+	_, err = st.Get(ctx, "tenant-a", "theirs")
+	assert.NoError(t, err, "left in place")
+
+	for _, key := range []string{"mine", "nobodys"} {
+		_, err := st.ReleaseKey(ctx, "tenant-a", key, inA)
+		require.NoError(t, err, key)
+		_, err = st.Get(ctx, "tenant-a", key)
+		assert.ErrorIs(t, err, dynamostore.ErrNotFound, key)
+	}
+	_, err = st.ReleaseKey(ctx, "tenant-a", "theirs")
+	assert.NoError(t, err, "without Region any record goes")
+}

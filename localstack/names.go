@@ -62,33 +62,45 @@ func chainedName(body []byte, in *decoded) (placeholder, name string, found bool
 // chainUnder looks for a chained entry in every ExpressionAttributeNames
 // object within v.
 func chainUnder(v any) (placeholder, name string, found bool) {
+	walkObjects(v, func(x map[string]any) bool {
+		obj, ok := x["ExpressionAttributeNames"].(map[string]any)
+		if !ok {
+			return false
+		}
+		names := make(map[string]string, len(obj))
+		for p, n := range obj {
+			if s, ok := n.(string); ok {
+				names[p] = s
+			}
+		}
+		placeholder, name, found = chainIn(names)
+		return found
+	})
+	return placeholder, name, found
+}
+
+// walkObjects calls visit with every object within v, each before the
+// objects within it and the members of an object in the order of their
+// names, until visit returns true.
+func walkObjects(v any, visit func(map[string]any) bool) bool {
 	switch x := v.(type) {
 	case map[string]any:
+		if visit(x) {
+			return true
+		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if obj, ok := x[k].(map[string]any); ok && k == "ExpressionAttributeNames" {
-				names := make(map[string]string, len(obj))
-				for p, n := range obj {
-					if s, ok := n.(string); ok {
-						names[p] = s
-					}
-				}
-				if p, n, ok := chainIn(names); ok {
-					return p, n, true
-				}
-				continue
-			}
-			if p, n, ok := chainUnder(x[k]); ok {
-				return p, n, true
+			if walkObjects(x[k], visit) {
+				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if p, n, ok := chainUnder(e); ok {
-				return p, n, true
+			if walkObjects(e, visit) {
+				return true
 			}
 		}
 	}
-	return "", "", false
+	return false
 }
 
 // chainIn returns the first entry of names, in the order of the
@@ -174,38 +186,26 @@ func undefinedValue(body []byte, in *decoded) (field, placeholder string, found 
 // undefinedUnder looks for an undefined value placeholder in every object
 // within v that holds expressions.
 func undefinedUnder(v any) (field, placeholder string, found bool) {
-	switch x := v.(type) {
-	case map[string]any:
+	walkObjects(v, func(x map[string]any) bool {
 		exprs := map[string]*string{}
 		for _, f := range expressionFields {
 			if s, ok := x[f].(string); ok {
 				exprs[f] = &s
 			}
 		}
-		if len(exprs) > 0 {
-			values := map[string]*server.AttributeValue{}
-			if obj, ok := x["ExpressionAttributeValues"].(map[string]any); ok {
-				for k := range obj {
-					values[k] = nil
-				}
-			}
-			if f, p, ok := undefinedIn(values, exprs); ok {
-				return f, p, true
+		if len(exprs) == 0 {
+			return false
+		}
+		values := map[string]*server.AttributeValue{}
+		if obj, ok := x["ExpressionAttributeValues"].(map[string]any); ok {
+			for k := range obj {
+				values[k] = nil
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if f, p, ok := undefinedUnder(x[k]); ok {
-				return f, p, true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if f, p, ok := undefinedUnder(e); ok {
-				return f, p, true
-			}
-		}
-	}
-	return "", "", false
+		field, placeholder, found = undefinedIn(values, exprs)
+		return found
+	})
+	return field, placeholder, found
 }
 
 // undefinedIn returns the first of exprs (in expressionFields order) that

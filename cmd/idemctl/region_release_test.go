@@ -74,34 +74,6 @@ func TestReleaseRefusesARecordAnotherRegionWroteInThisReplica(t *testing.T) {
 	assert.Contains(t, help.stderr, "-any-region")
 }
 
-// release checks the record's region, then ReleaseKey reads it again and
-// deletes it: the delete is conditioned on the region checked, so a record
-// that another region wrote in between is not deleted.
-func TestReleaseDeletesOnlyARecordOfTheRegionItChecked(t *testing.T) {
-	ep, table := createdTable(t)
-	own := ep.Client.Options().Region
-	other := otherRegion(own)
-	stuckRecordIn(t, ep, table, other, "t", "theirs")
-	stuckRecordIn(t, ep, table, "", "t", "nobodys")
-	stuckRecordIn(t, ep, table, own, "t", "mine")
-
-	release := func(checked, key string) error {
-		_, err := dynamostore.New(sameRegion{Client: ep.Client, region: checked}, table).ReleaseKey(context.Background(), "t", key)
-		return err
-	}
-	require.ErrorIs(t, release(own, "theirs"), dynamostore.ErrLockLost)
-	assert.True(t, recordExists(t, ep, table, "t", "theirs"))
-	require.ErrorIs(t, release("", "theirs"), dynamostore.ErrLockLost)
-	assert.True(t, recordExists(t, ep, table, "t", "theirs"))
-	require.ErrorIs(t, release(own, "nobodys"), dynamostore.ErrLockLost)
-	assert.True(t, recordExists(t, ep, table, "t", "nobodys"))
-
-	require.NoError(t, release("", "nobodys"))
-	assert.False(t, recordExists(t, ep, table, "t", "nobodys"))
-	require.NoError(t, release(own, "mine"))
-	assert.False(t, recordExists(t, ep, table, "t", "mine"))
-}
-
 // The package doc says "Interrupting a sweep (SIGINT, SIGTERM) stops it
 // cleanly with a cursor": the operator gets the report, the cursor and how
 // to continue, and exit status 0; the cursor resumes the pass.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -450,28 +449,21 @@ func release(ctx context.Context, c *command) int {
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	var via dynamostore.Client = client
-	var rec *dynamostore.Record
-	if !*anyRegion {
-		// The record names the region that wrote it: delete it only in
-		// that region's replica (as sweep -writer-region sweeps).
-		rec, err = c.store(client).Get(ctx, *scope, *key)
-		if err == nil {
-			if own, ok := inOwnReplica(client, rec.Region); !ok {
-				return c.fail("the record was written by region %s but the AWS region is %s: a region's records must be released "+
-					"in that region's own replica (a delete in another replica can replicate over a newer write, such as a "+
-					"takeover claim, and let a request execute twice). Nothing was deleted. Run it against %s: pass -region %s "+
-					"(or -any-region to delete it here anyway).", rec.Region, own, rec.Region, rec.Region)
-			}
-			via = sameRegion{Client: client, region: rec.Region}
+	own := client.Options().Region
+	rec, err := c.store(client).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
+		o.InProgress, o.Completed = *force, *forceCompleted
+		if !*anyRegion {
+			// Delete a region's record only in that region's replica (as
+			// sweep -writer-region sweeps).
+			o.Region = own
 		}
-	}
-	if err == nil {
-		rec, err = c.store(via).ReleaseKey(ctx, *scope, *key, func(o *dynamostore.ReleaseKeyOptions) {
-			o.InProgress, o.Completed = *force, *forceCompleted
-		})
-	}
+	})
 	switch {
+	case errors.Is(err, dynamostore.ErrOtherRegion):
+		return c.fail("the record was written by region %s but the AWS region is %s: a region's records must be released "+
+			"in that region's own replica (a delete in another replica can replicate over a newer write, such as a "+
+			"takeover claim, and let a request execute twice). Nothing was deleted. Run it against %s: pass -region %s "+
+			"(or -any-region to delete it here anyway).", rec.Region, own, rec.Region, rec.Region)
 	case errors.Is(err, dynamostore.ErrNotFound):
 		return c.fail("no live record for scope %q key %q: nothing to release", *scope, *key)
 	case errors.Is(err, dynamostore.ErrLockHeld):
@@ -584,40 +576,4 @@ func interrupted(ctx context.Context, err error, report *dynamostore.SweepReport
 func inOwnReplica(client *dynamodb.Client, region string) (own string, ok bool) {
 	own = client.Options().Region
 	return own, region == "" || region == own
-}
-
-// regionAttribute is the attribute in which a key record holds the region
-// that wrote it (dynamostore.Options.Region; Record.Region).
-const regionAttribute = "region"
-
-// sameRegion is a Client whose deletes also require the record's region
-// to be the one release checked: region, or none when region is empty.
-// The record may change between that check and ReleaseKey's own read;
-// then the delete fails (dynamostore.ErrLockLost) and nothing is deleted.
-type sameRegion struct {
-	dynamostore.Client
-	region string
-}
-
-func (c sameRegion) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	guarded := *in
-	guarded.ExpressionAttributeNames = maps.Clone(in.ExpressionAttributeNames)
-	if guarded.ExpressionAttributeNames == nil {
-		guarded.ExpressionAttributeNames = map[string]string{}
-	}
-	guarded.ExpressionAttributeNames["#idemctl_region"] = regionAttribute
-	cond := "attribute_not_exists(#idemctl_region)"
-	if c.region != "" {
-		guarded.ExpressionAttributeValues = maps.Clone(in.ExpressionAttributeValues)
-		if guarded.ExpressionAttributeValues == nil {
-			guarded.ExpressionAttributeValues = map[string]types.AttributeValue{}
-		}
-		guarded.ExpressionAttributeValues[":idemctl_region"] = &types.AttributeValueMemberS{Value: c.region}
-		cond = "#idemctl_region = :idemctl_region"
-	}
-	if in.ConditionExpression != nil {
-		cond = "(" + *in.ConditionExpression + ") AND " + cond
-	}
-	guarded.ConditionExpression = aws.String(cond)
-	return c.Client.DeleteItem(ctx, &guarded, optFns...)
 }

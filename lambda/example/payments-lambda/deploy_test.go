@@ -45,13 +45,8 @@ func jwtEvent(t *testing.T, token, sub, method, path, key, body string) events.A
 // hour or so: its retries, payments and keys must follow its subject, not
 // the token of the moment.
 func TestBehindAJWTAuthorizerTheCallerIsTheTokensSubjectNotTheToken(t *testing.T) {
-	ep := localstack.ForTest(t)
-	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
+	ep, cfg := paymentTables(t)
 	ctx := context.Background()
-	require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg))
-	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-		ddbtest.DeleteOnCleanup(t, ep.Client, name)
-	}
 	fn := newFunction(ep.Client, cfg)
 	call := func(ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 		t.Helper()
@@ -115,13 +110,8 @@ func TestTheTemplatesEnvironmentIsOneTheFunctionStartsWith(t *testing.T) {
 // authorizer's context without principalId or sub) is refused: the
 // client's own Authorization header would otherwise choose the caller.
 func TestARouteWithAnAuthorizerButNoIdentityIsUnauthorized(t *testing.T) {
-	ep := localstack.ForTest(t)
-	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
+	ep, cfg := paymentTables(t)
 	ctx := context.Background()
-	require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg))
-	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
-		ddbtest.DeleteOnCleanup(t, ep.Client, name)
-	}
 	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "apigw-v2-request-lambda-authorizer.json"))
 	require.NoError(t, err)
 	var ev events.APIGatewayV2HTTPRequest
@@ -137,4 +127,17 @@ func TestARouteWithAnAuthorizerButNoIdentityIsUnauthorized(t *testing.T) {
 	out, err := ep.Client.Scan(ctx, &dynamodb.ScanInput{TableName: &cfg.PaymentTable})
 	require.NoError(t, err)
 	assert.Zero(t, out.Count, "no payment written")
+}
+
+// paymentTables creates the payments API's two tables on the test's
+// endpoint, deleted when the test ends.
+func paymentTables(t *testing.T) (*localstack.Endpoint, paymentsapi.Config) {
+	t.Helper()
+	ep := localstack.ForTest(t)
+	cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
+	require.NoError(t, paymentsapi.EnsureTables(context.Background(), ep.Client, cfg))
+	for _, name := range []string{cfg.KeyTable, cfg.PaymentTable} {
+		ddbtest.DeleteOnCleanup(t, ep.Client, name)
+	}
+	return ep, cfg
 }
