@@ -138,6 +138,13 @@ func (e *engine) sortKeys() {
 // where that GetItem fails: no such table, or key is not a valid key of
 // it. It reads the table directly, without converting the item twice.
 func (e *engine) storedItem(table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
+	item, ok := e.storedRef(table, key)
+	return copyStoredItem(item), ok
+}
+
+// storedRef is storedItem without the copy: it returns the table's own
+// item, which the caller must not change.
+func (e *engine) storedRef(table string, key map[string]*server.AttributeValue) (map[string]*mtypes.Item, bool) {
 	t := e.table(table)
 	if t == nil {
 		return nil, false
@@ -159,11 +166,20 @@ func (e *engine) storedItem(table string, key map[string]*server.AttributeValue)
 	if len(item) == 0 {
 		return nil, true
 	}
+	return item, true
+}
+
+// copyStoredItem converts a stored item to a wire item that shares
+// nothing with it; nil stays nil.
+func copyStoredItem(item map[string]*mtypes.Item) map[string]*server.AttributeValue {
+	if item == nil {
+		return nil
+	}
 	out := make(map[string]*server.AttributeValue, len(item))
 	for name, v := range item {
 		out[name] = copyStored(v)
 	}
-	return out, true
+	return out
 }
 
 // copyStored converts a stored value to a wire value that shares nothing
@@ -311,6 +327,12 @@ func setField(v reflect.Value, name string, x reflect.Value) {
 // a request keeps or changes its items once it has been applied.
 func typesItem(m map[string]*server.AttributeValue) map[string]*mtypes.Item {
 	return *(*map[string]*mtypes.Item)(unsafe.Pointer(&m))
+}
+
+// wireView returns a stored item as minidyn's wire type, sharing its
+// memory, as typesItem does the other way.
+func wireView(m map[string]*mtypes.Item) map[string]*server.AttributeValue {
+	return *(*map[string]*server.AttributeValue)(unsafe.Pointer(&m))
 }
 
 // typesValue returns v as minidyn's core type, as typesItem does.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/truora/minidyn/server"
+	mtypes "github.com/truora/minidyn/types"
 )
 
 // Transactions in time proportional to their actions.
@@ -23,8 +24,10 @@ import (
 // no other request can observe or interleave with the steps. The steps call
 // minidyn's engine directly: each action is decoded once, before the
 // front's lock is taken, as the single-item request that applies it, and
-// the items read are kept as minidyn's values (copied, so that no later
-// write changes them), not as JSON.
+// the items read are kept as minidyn's values, not as JSON: the table's
+// own item, which a put or delete replaces without changing it, and a copy
+// for an update, which changes its item in place. Only a failed
+// transaction copies the others, to restore them or to return them.
 //
 //  1. Prepare: for each action, in order, read the item it addresses with a
 //     consistent GetItem and remember it (its "old image").
@@ -109,8 +112,22 @@ type preparedAction struct {
 	index   int  // in the request
 	allOld  bool // ReturnValuesOnConditionCheckFailure is ALL_OLD
 	wireKey map[string]*server.AttributeValue
-	old     map[string]*server.AttributeValue // the item before the transaction; nil when absent
-	table   string
+	// stored is the table's own item before the transaction, nil when
+	// absent. A put replaces it and a delete removes it without changing
+	// it, so it stays the old image; an update changes it in place, so
+	// for an update old is copied from it before the action applies.
+	stored map[string]*mtypes.Item
+	old    map[string]*server.AttributeValue // the old image, copied when first needed
+	table  string
+}
+
+// oldImage returns a copy of the action's item as it was before the
+// transaction, nil when there was none.
+func (p *preparedAction) oldImage() map[string]*server.AttributeValue {
+	if p.old == nil {
+		p.old = copyStoredItem(p.stored)
+	}
+	return p.old
 }
 
 // applyTransaction applies the TransactWriteItems request req (whose JSON is
@@ -124,7 +141,7 @@ func (f *front) applyTransaction(ctx context.Context, header http.Header, body [
 		p := &actions[i]
 		err := f.applyAction(ctx, req, p)
 		if err == nil {
-			if p.kind == kindConditionCheck && p.old != nil {
+			if p.kind == kindConditionCheck && p.stored != nil {
 				// The condition held and the item is deleted: put it back.
 				if err := f.restore(ctx, actions[i:i+1]); err != nil {
 					return rollbackFailed(err)
@@ -235,11 +252,14 @@ func (f *front) prepareTransaction(ctx context.Context, req *itemTransaction) ([
 			return nil, false
 		}
 		seen[id] = struct{}{}
-		old, ok := f.readItem(p.table, p.wireKey)
-		if !ok || typeless(old) {
+		stored, ok := f.eng.storedRef(p.table, p.wireKey)
+		if !ok || typeless(wireView(stored)) {
 			return nil, false
 		}
-		p.old = old
+		p.stored = stored
+		if p.kind == kindUpdate {
+			p.oldImage()
+		}
 	}
 	return actions, true
 }
@@ -255,13 +275,6 @@ func wireKey(key map[string]json.RawMessage) (map[string]*server.AttributeValue,
 		out[name] = v
 	}
 	return out, true
-}
-
-// readItem reads a copy of an item as a consistent GetItem returns it. It
-// returns nil and true when there is no such item, and false when the
-// read failed.
-func (f *front) readItem(table string, key map[string]*server.AttributeValue) (map[string]*server.AttributeValue, bool) {
-	return f.eng.storedItem(table, key)
 }
 
 // itemIdentity returns the string by which minidyn tells items apart: the
@@ -299,8 +312,8 @@ func (f *front) restore(ctx context.Context, actions []preparedAction) error {
 	for i := len(actions) - 1; i >= 0; i-- {
 		p := &actions[i]
 		var err error
-		if p.old != nil {
-			err = f.eng.put(ctx, &server.PutItemInput{TableName: &p.table, Item: p.old})
+		if old := p.oldImage(); old != nil {
+			err = f.eng.put(ctx, &server.PutItemInput{TableName: &p.table, Item: old})
 		} else {
 			_, err = f.eng.deleteItem(ctx, &server.DeleteItemInput{TableName: &p.table, Key: p.wireKey})
 		}
@@ -328,8 +341,8 @@ func (f *front) canceled(actions []preparedAction, failed int, message string) *
 	}
 	p := &actions[failed]
 	reasons[failed] = cancellationReason{Code: reasonConditionalCheck, Message: message}
-	if !f.opts.DisableReturnOldItem && p.allOld && p.old != nil {
-		item, err := json.Marshal(p.old)
+	if old := p.oldImage(); !f.opts.DisableReturnOldItem && p.allOld && old != nil {
+		item, err := json.Marshal(old)
 		if err != nil {
 			return errorResponse(http.StatusInternalServerError, "InternalServerError", err.Error())
 		}

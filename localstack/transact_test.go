@@ -171,20 +171,23 @@ func TestFailedWriteInATransactionUndoesEveryAppliedAction(t *testing.T) {
 	}
 }
 
-// checkRollback runs on e a transaction of a Put, an Update, a Delete and a
-// ConditionCheck that hold, then the failing write, and checks that the
-// transaction is refused and changes no item, and that without the failing
-// write it applies.
+// checkRollback runs on e a transaction of two Puts (one of a new item,
+// one replacing an item), an Update, a Delete and a ConditionCheck that
+// hold, then the failing write, and checks that the transaction is
+// refused and changes no item, and that without the failing write it
+// applies.
 func checkRollback(t *testing.T, e *Endpoint, w failingWrite) {
 	c := e.Client
 	table := transactTable(t, e, "rollback")
-	for _, pk := range []string{"updated", "deleted", "checked", "fail"} {
+	for _, pk := range []string{"replaced", "updated", "deleted", "checked", "fail"} {
 		putItem(t, c, table, richItem(pk))
 	}
 	before := items(t, c, table)
 	key := func(pk string) map[string]types.AttributeValue { return map[string]types.AttributeValue{"pk": s(pk)} }
 	applied := []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String(table), Item: richItem("created"), ConditionExpression: aws.String("attribute_not_exists(pk)")}},
+		{Put: &types.Put{TableName: aws.String(table), Item: map[string]types.AttributeValue{"pk": s("replaced"), "v": n("9")},
+			ConditionExpression: aws.String("attribute_exists(pk)")}},
 		{Update: &types.Update{TableName: aws.String(table), Key: key("updated"),
 			UpdateExpression:          aws.String("SET v = v + :one, #m.k = :x REMOVE str ADD ss :ss"),
 			ExpressionAttributeNames:  map[string]string{"#m": "map"},
@@ -209,6 +212,9 @@ func checkRollback(t *testing.T, e *Endpoint, w failingWrite) {
 	}
 	if _, ok := after["deleted"]; ok {
 		t.Error("the Delete did not apply")
+	}
+	if got := itemV(after["replaced"]); got != "9" || len(after["replaced"]) != 2 {
+		t.Errorf("replaced = %v, want the Put's item", after["replaced"])
 	}
 	if got := itemV(after["updated"]); got != "2" {
 		t.Errorf("updated v = %q, want 2", got)

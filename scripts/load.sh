@@ -3,16 +3,27 @@
 # with and without the idemkey wrapper, beside the emulator's own ceiling.
 #
 #   scripts/load.sh [duration=10s] [connections=16]
+#   ROUNDS=9 scripts/load.sh
+#
+# The guarded and the unguarded server are measured in ROUNDS rounds
+# (default 5), each on a fresh pair of servers (so that no round starts
+# with the tables of another), one after the other in alternating order
+# (guarded first in odd rounds, unguarded first in even ones), so that a
+# slow spell of the machine falls on both sides. Each round prints
+#   load round=<i> guarded_rps=<n> unguarded_rps=<n> ratio=<guarded/unguarded>
+# and the summary takes the medians of the rounds: the median of each
+# side's requests/s, and the median of the rounds' ratios.
 #
 # Prints three summary lines, all from this one run (scripts/bench.sh
 # reports the last two):
-#   load guarded_rps=<n> unguarded_rps=<n> ratio=<guarded/unguarded> emulator_putitem_rps=<n> emulator_transact_rps=<n>
+#   load guarded_rps=<median> unguarded_rps=<median> ratio=<median ratio> emulator_putitem_rps=<n> emulator_transact_rps=<n>
 #   emulator transact_vs_put=<emulator_transact_rps/emulator_putitem_rps>
-#   load guarded_vs_unguarded=<guarded_rps/unguarded_rps>
+#   load guarded_vs_unguarded=<median of the rounds' ratios>
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration=${1:-10s}
 conns=${2:-16}
+rounds=${ROUNDS:-5}
 
 if ! command -v wrk >/dev/null; then
 	echo "installing wrk (Debian package)" >&2
@@ -58,8 +69,6 @@ if [ "${SHARED_EMULATOR:-0}" = 1 ]; then
 else
 	unset AWS_ENDPOINT_URL_DYNAMODB
 fi
-guarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys -payment-table load-payments)
-unguarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -unguarded -key-table load-keys-u -payment-table load-payments-u)
 # Fresh tables for each ceiling on the standalone emulator (these instances
 # only create them): minidyn's inserts slow down as a table grows.
 AWS_ENDPOINT_URL_DYNAMODB=$emulator start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys-c -payment-table load-payments-c >/dev/null
@@ -116,18 +125,45 @@ rps() { # url script
 	cat "$tmp/wrk.out" >>"$tmp/wrk.log"
 	awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out"
 }
+# median: the median of the numbers on standard input, one per line.
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 echo "== emulator TransactWriteItems ceiling ($emulator)" >&2
 et=$(rps "$emulator" "$tmp/transact.lua")
-echo "== guarded ($guarded)" >&2
-g=$(rps "$guarded" "$tmp/post.lua")
-echo "== unguarded ($unguarded)" >&2
-u=$(rps "$unguarded" "$tmp/post.lua")
+: >"$tmp/rounds"
+for i in $(seq 1 "$rounds"); do
+	# A fresh pair of servers, each on its own new embedded emulator.
+	: >"$tmp/round.pids"
+	guarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys -payment-table load-payments)
+	tail -1 "$tmp/pids" >>"$tmp/round.pids"
+	unguarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -unguarded -key-table load-keys-u -payment-table load-payments-u)
+	tail -1 "$tmp/pids" >>"$tmp/round.pids"
+	if [ $((i % 2)) = 1 ]; then
+		echo "== round $i: guarded ($guarded)" >&2
+		g=$(rps "$guarded" "$tmp/post.lua")
+		echo "== round $i: unguarded ($unguarded)" >&2
+		u=$(rps "$unguarded" "$tmp/post.lua")
+	else
+		echo "== round $i: unguarded ($unguarded)" >&2
+		u=$(rps "$unguarded" "$tmp/post.lua")
+		echo "== round $i: guarded ($guarded)" >&2
+		g=$(rps "$guarded" "$tmp/post.lua")
+	fi
+	while read -r p; do kill "$p" 2>/dev/null || true; done <"$tmp/round.pids"
+	r=$(awk -v g="$g" -v u="$u" 'BEGIN { printf "%.3f", g / u }')
+	echo "load round=$i guarded_rps=$g unguarded_rps=$u ratio=$r"
+	echo "$g $u $r" >>"$tmp/rounds"
+done
 echo "== emulator PutItem ceiling ($emulator)" >&2
 e=$(rps "$emulator" "$tmp/putitem.lua")
 if grep -q "Non-2xx" "$tmp/wrk.log"; then
 	echo "warning: some requests were not answered 2xx (see above)" >&2
 fi
-ratio=$(awk -v g="$g" -v u="$u" 'BEGIN { printf "%.2f", g / u }')
+g=$(awk '{ print $1 }' "$tmp/rounds" | median)
+u=$(awk '{ print $2 }' "$tmp/rounds" | median)
+ratio=$(awk '{ print $3 }' "$tmp/rounds" | median | awk '{ printf "%.2f", $1 }')
 tp=$(awk -v t="$et" -v p="$e" 'BEGIN { printf "%.2f", t / p }')
 echo "load guarded_rps=$g unguarded_rps=$u ratio=$ratio emulator_putitem_rps=$e emulator_transact_rps=$et"
 echo "emulator transact_vs_put=$tp"
