@@ -134,11 +134,12 @@ echo "== emulator TransactWriteItems ceiling ($emulator)" >&2
 et=$(rps "$emulator" "$tmp/transact.lua")
 : >"$tmp/rounds"
 for i in $(seq 1 "$rounds"); do
-	# A fresh pair of servers, each on its own new embedded emulator.
+	# A fresh pair of servers, each on its own new embedded emulator, with
+	# tables of the round's own names (the shared emulator keeps them).
 	: >"$tmp/round.pids"
-	guarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -key-table load-keys -payment-table load-payments)
+	guarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -key-table "load-keys-$i" -payment-table "load-payments-$i")
 	tail -1 "$tmp/pids" >>"$tmp/round.pids"
-	unguarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -unguarded -key-table load-keys-u -payment-table load-payments-u)
+	unguarded=$(start "$tmp/payments" -addr 127.0.0.1:0 -unguarded -key-table "load-keys-u$i" -payment-table "load-payments-u$i")
 	tail -1 "$tmp/pids" >>"$tmp/round.pids"
 	if [ $((i % 2)) = 1 ]; then
 		echo "== round $i: guarded ($guarded)" >&2
