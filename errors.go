@@ -33,6 +33,13 @@ var (
 	// another request reclaimed it; this execution's response and effects
 	// were not committed.
 	ErrLockLost = dynamostore.ErrLockLost
+	// ErrOutcomeUnknown: writes committed without a key (CommitUnkeyed)
+	// may or may not have been applied: the call failed without
+	// DynamoDB's answer (a timeout, a 5xx, a transaction still in
+	// progress). Nothing remembers the request, so a retry would execute
+	// it again, a second time if the first landed: it is not retryable.
+	// Match *OutcomeUnknownError for the store's error.
+	ErrOutcomeUnknown = errors.New("idemkey: the outcome of writes without an idempotency key is unknown")
 )
 
 // InFlightError is the error for a key held by another request.
@@ -54,6 +61,26 @@ func (e *UnavailableError) Unwrap() error   { return e.Err }
 
 // Temporary reports true: a retry with the same key may succeed.
 func (e *UnavailableError) Temporary() bool { return true }
+
+// OutcomeUnknownError is the error of CommitUnkeyed when the commit of
+// its writes failed without DynamoDB's answer: they may have been
+// applied. It matches ErrOutcomeUnknown, not ErrUnavailable: a retry of a
+// request without a key is a new execution, so the front doors answer it
+// as not retryable (HTTP 500 "outcome-unknown" without Retry-After, gRPC
+// Internal with the ErrorInfo reason OUTCOME_UNKNOWN and no RetryInfo).
+// The caller learns the outcome by reading the state the writes change;
+// a key on the request makes its retries safe.
+type OutcomeUnknownError struct {
+	// Err is the store's error, a *dynamostore.StoreError.
+	Err error
+}
+
+func (e *OutcomeUnknownError) Error() string   { return fmt.Sprintf("%v: %v", ErrOutcomeUnknown, e.Err) }
+func (e *OutcomeUnknownError) Is(t error) bool { return t == ErrOutcomeUnknown }
+func (e *OutcomeUnknownError) Unwrap() error   { return e.Err }
+
+// Temporary reports false: retrying could apply the writes twice.
+func (e *OutcomeUnknownError) Temporary() bool { return false }
 
 // PermanentError is the error for a DynamoDB answer that retrying the same
 // request does not change: only a fix of the service (its tables, its

@@ -3,6 +3,7 @@ package idemkey
 import (
 	"context"
 	"errors"
+	"net/http"
 	"reflect"
 	"time"
 
@@ -83,7 +84,8 @@ type Options struct {
 	// ShouldStore reports whether a response is final and stored for
 	// replay (default: status below 500). A response that is not stored
 	// releases the key, so a retry executes again; its staged effects are
-	// discarded.
+	// discarded. A response that RefusesCaller names (401, 403) is never
+	// stored, whatever ShouldStore says.
 	ShouldStore func(Response) bool
 	// RetryAfter is suggested to a request that finds its key in flight or
 	// the store unavailable (default 1s).
@@ -105,6 +107,19 @@ type Options struct {
 	// when the request's context names nothing (WithFrontDoor). Front
 	// doors set it: package handler to FrontDoorHTTP.
 	FrontDoor string
+}
+
+// RefusesCaller reports whether an answer of the HTTP status refuses the
+// caller's credentials or permissions: 401 Unauthorized or 403 Forbidden.
+// A Guard never stores such an answer, whatever Options.ShouldStore says:
+// it releases the key and discards the staged writes, so that a retry
+// after the caller's credentials were renewed or its permissions granted
+// executes, instead of replaying the refusal for the whole retention. A
+// front door whose answers are not HTTP statuses asks it with the status
+// its answer maps to (package grpc: Unauthenticated is 401,
+// PermissionDenied 403).
+func RefusesCaller(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
 // Guard runs the protocol over a Store. It is safe for concurrent use.
@@ -136,9 +151,11 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now
 	}
-	if g.opts.ShouldStore == nil {
-		g.opts.ShouldStore = func(r Response) bool { return r.Status < 500 }
+	shouldStore := g.opts.ShouldStore
+	if shouldStore == nil {
+		shouldStore = func(r Response) bool { return r.Status < 500 }
 	}
+	g.opts.ShouldStore = func(r Response) bool { return !RefusesCaller(r.Status) && shouldStore(r) }
 	if g.opts.RetryAfter <= 0 {
 		g.opts.RetryAfter = time.Second
 	}

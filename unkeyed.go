@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -26,16 +27,22 @@ type unkeyedStore interface {
 // no writes or when ShouldStore rejects resp (a 5xx answer by default:
 // as for a keyed request, its staged writes are discarded).
 //
-// The write runs detached from ctx, bounded by WriteTimeout. Its errors
-// are those of Do's commit: a *txn.ConditionFailedError when a staged
-// condition failed, *UnavailableError (ErrUnavailable) for a transient
-// fault, whose outcome may be unknown, a *PermanentError for one a retry
-// meets again, and ErrUnkeyedUnsupported, without any call, when the
-// store cannot commit writes without a key (a multiregion.Store).
+// The write runs detached from ctx, bounded by WriteTimeout. Its errors:
+// a *txn.ConditionFailedError when a staged condition failed; an
+// *UnavailableError (ErrUnavailable) when DynamoDB answered that nothing
+// was written (a transaction cancelled for throttling, or that kept
+// conflicting), so that a retry is one execution; an
+// *OutcomeUnknownError (ErrOutcomeUnknown, not retryable) when the call
+// failed without that answer (a timeout, a 5xx, a transaction still in
+// progress, throttling beyond the SDK's retries): the writes may have
+// landed, and a retry would apply them again; a *PermanentError for a
+// fault a retry meets again; and ErrUnkeyedUnsupported, without any call,
+// when the store cannot commit writes without a key (a
+// multiregion.Store).
 //
 // With an Observer, a call that has writes to commit reports one Event
 // (mode ModeUnkeyed): OutcomeUnkeyedCommitted, or the outcome of its
-// error (OutcomeError for ErrUnkeyedUnsupported).
+// error (OutcomeError for ErrUnkeyedUnsupported and ErrOutcomeUnknown).
 func (g *Guard) CommitUnkeyed(ctx context.Context, tx *txn.Tx, resp Response) error {
 	if tx.Len() == 0 || !g.opts.ShouldStore(resp) {
 		return nil
@@ -54,10 +61,22 @@ func (g *Guard) CommitUnkeyed(ctx context.Context, tx *txn.Tx, resp Response) er
 	err := s.CommitStaged(wctx, tx)
 	p.done(PhaseCommit)
 	if err != nil {
-		err = g.storeErr(err, tx)
+		err = g.unkeyedErr(err, tx)
 		p.finish(ctx, "", nil, err)
 		return err
 	}
 	p.finish(ctx, OutcomeUnkeyedCommitted, &Result{Response: resp, Stored: true}, nil)
 	return nil
+}
+
+// unkeyedErr is storeErr for the commit of writes without a key: a
+// transient failure of the call itself (no definite answer from DynamoDB)
+// is an *OutcomeUnknownError, since no key record tells a retry that the
+// writes landed.
+func (g *Guard) unkeyedErr(err error, tx *txn.Tx) error {
+	var se *dynamostore.StoreError
+	if errors.As(err, &se) && dynamostore.ClassOf(err) == "" {
+		return &OutcomeUnknownError{Err: err}
+	}
+	return g.storeErr(err, tx)
 }

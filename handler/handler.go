@@ -100,8 +100,12 @@ type Options struct {
 	// Guard.CommitUnkeyed) at the moment the response's header would
 	// leave: the handler's first WriteHeader, Write or Flush, or its
 	// return. A failed commit answers with its problem document in the
-	// handler's place; writes staged after that moment are not committed
-	// and are logged at Error. The response is not buffered: an unguarded
+	// handler's place: 503 store-unavailable with Retry-After when
+	// DynamoDB answered that nothing was written, 500 outcome-unknown
+	// without Retry-After (which package client does not retry) when
+	// the writes may have landed, since a retry without a key would apply
+	// them again. Writes staged after that moment are not committed and
+	// are logged at Error. The response is not buffered: an unguarded
 	// handler may stream.
 	Optional bool
 	// MaxBodyBytes bounds the request body (default DefaultMaxBodyBytes).
@@ -386,6 +390,10 @@ func problemOf(err error) (problem.Details, time.Duration) {
 				"Sending the same request again executes it again, and it fails the same way unless the state it depends on has changed."), 0
 	case errors.Is(err, dynamostore.ErrInvalidRequest):
 		return problem.New(http.StatusBadRequest, problem.InvalidKey, "Invalid idempotency scope or key", err.Error()), 0
+	case errors.Is(err, idemkey.ErrOutcomeUnknown):
+		return problem.New(http.StatusInternalServerError, problem.OutcomeUnknown, "Outcome unknown",
+			"The request carried no Idempotency-Key, and whether its writes were committed is unknown: the store did not answer. "+
+				"Do not retry it as it is, which could apply them twice: read the state it changes first. Send an Idempotency-Key to make retries safe."), 0
 	case errors.Is(err, idemkey.ErrUnkeyedUnsupported):
 		return problem.New(http.StatusInternalServerError, problem.UnkeyedUnsupported, "Writes need an Idempotency-Key",
 			"This request staged writes without an Idempotency-Key, and this service's store commits staged writes only with one. Nothing was written."), 0

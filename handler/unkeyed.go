@@ -74,8 +74,8 @@ func (s *stagingWriter) seal(status int) {
 	d, retryAfter := problemOf(err)
 	switch {
 	case errors.Is(err, idemkey.ErrUnavailable):
-		d.Detail = "The request's writes could not be committed, or whether they were is unknown: the store did not answer in time. " +
-			"A request without an Idempotency-Key cannot be retried safely; send one to make retries safe."
+		d.Detail = "The store answered that the request's writes were not committed (throttled, or conflicting with other writes), so nothing was written. " +
+			"Retry after the delay in Retry-After; send an Idempotency-Key to make retries safe whatever happens."
 	case errors.Is(err, txn.ErrConditionFailed):
 		d.Detail = "A condition on the request's writes did not hold when they were committed, so nothing was written. " +
 			"The same request fails the same way unless the state it depends on has changed."

@@ -38,6 +38,9 @@ const (
 	// UnkeyedUnsupported: a request without a key staged writes on a
 	// store that commits them only with a key record.
 	UnkeyedUnsupported = "unkeyed-writes-unsupported"
+	// OutcomeUnknown: the writes of a request without a key may or may
+	// not have been committed; a retry could apply them twice.
+	OutcomeUnknown = "outcome-unknown"
 )
 
 // New returns the problem document of kind with status, title and detail.
