@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/idemkey/idemkey/client"
 	"github.com/idemkey/idemkey/internal/backoff"
@@ -26,6 +27,19 @@ type ClientOptions struct {
 	Methods []string
 	// Guarded reports whether calls of a method get a key.
 	Guarded func(fullMethod string) bool
+	// KeyFields names, per full method name, the field of the request
+	// message that carries the key, as the server's Options.KeyFields
+	// does: give the client the same map. A method listed here gets a
+	// key. When the message's field holds a key, the interceptor sends
+	// no key in the metadata (the server takes the message's); a key of
+	// WithKey that differs from it fails the call with a *client.KeyError
+	// before anything is sent. When the field is unset or empty, the
+	// call gets a metadata key as any other. Without an entry, a call
+	// whose message carries its key gets a metadata key too, and the
+	// server refuses the two different keys with InvalidArgument.
+	// UnaryClientInterceptor panics when an entry cannot be resolved
+	// (see Options.KeyFields).
+	KeyFields map[string]string
 	// MaxAttempts bounds the attempts of one logical call, the first
 	// included (default 1: the interceptor does not retry; gRPC's own
 	// retry policy, configured on the channel, still applies under it).
@@ -56,7 +70,9 @@ func WithKey(ctx context.Context, key string) context.Context { return client.Wi
 
 // UnaryClientInterceptor returns an interceptor that gives each logical
 // call of the selected methods one idempotency key, in the KeyMetadata
-// metadata: the caller's (its outgoing metadata, or WithKey), or a new one.
+// metadata: the caller's (its outgoing metadata, or WithKey), or a new one;
+// none for a call of a ClientOptions.KeyFields method whose request
+// message carries its key.
 // It is set once, before gRPC's transparent retries and retry policy and
 // before this interceptor's own attempts, so every attempt carries it.
 //
@@ -89,19 +105,32 @@ func UnaryClientInterceptor(optFns ...func(*ClientOptions)) grpc.UnaryClientInte
 	if o.NewKey == nil {
 		o.NewKey = client.NewKey
 	}
+	fields := resolveKeyFields("ClientOptions.KeyFields", o.KeyFields)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		if (o.Methods != nil || o.Guarded != nil) && !slices.Contains(o.Methods, method) && (o.Guarded == nil || !o.Guarded(method)) {
+		f, keyed := fields[method]
+		if !keyed && (o.Methods != nil || o.Guarded != nil) && !slices.Contains(o.Methods, method) && (o.Guarded == nil || !o.Guarded(method)) {
 			return invoker(ctx, method, req, reply, cc, callOpts...)
+		}
+		fromMessage := ""
+		if msg, ok := req.(proto.Message); ok && keyed {
+			fromMessage, _ = f.extract(msg)
 		}
 		if md, _ := metadata.FromOutgoingContext(ctx); len(md.Get(KeyMetadata)) == 0 {
 			key, ok := client.KeyFromContext(ctx)
-			if !ok {
+			switch {
+			case fromMessage != "" && ok && key != fromMessage:
+				return &client.KeyError{Reason: "the request message and WithKey carry different keys"}
+			case fromMessage != "":
+				key = fromMessage // sent in the message alone
+			case !ok:
 				key = o.NewKey()
 			}
 			if why := clientkey.Check(key); why != "" {
 				return &client.KeyError{Reason: why}
 			}
-			ctx = metadata.AppendToOutgoingContext(ctx, KeyMetadata, quote(key))
+			if fromMessage == "" {
+				ctx = metadata.AppendToOutgoingContext(ctx, KeyMetadata, quote(key))
+			}
 		}
 		for attempt := 0; ; attempt++ {
 			err := invoker(ctx, method, req, reply, cc, callOpts...)

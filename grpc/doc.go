@@ -87,6 +87,9 @@
 // gRPC answer: it answers DataLoss. Which answers are stored follows
 // Options.FinalCodes (the Guard's ShouldStore is set from it): codes.OK and
 // DefaultFinalCodes by default, the analogue of HTTP's "below 500".
+// Unauthenticated and PermissionDenied, HTTP's 401 and 403, are never
+// stored (idemkey.RefusesCaller): the key is released, so a retry with
+// renewed credentials or granted permissions executes.
 //
 // Metadata is stored minus the keys gRPC or this package manage:
 // pseudo-headers, "grpc-" keys, content-type, the HTTP/2 connection
@@ -100,7 +103,10 @@
 //
 // A claim's lease is by default the call's remaining time plus
 // DefaultLeaseMargin: a call cut off at its deadline frees its key soon
-// after, and a live one is never reclaimed under it.
+// after, and a live one is never reclaimed under it. It is at most
+// DefaultMaxLease (15 minutes), so that a server that dies under a call
+// with a distant deadline does not hold its key until then; such a call's
+// handler gets a context that ends DefaultLeaseMargin before its lease.
 //
 // # Client
 //
@@ -109,5 +115,9 @@
 // retry policy resend the same metadata) and before its own optional
 // retry loop (Aborted with RetryInfo, and Unavailable, with bounded
 // backoff within the call's deadline). WithKey supplies a key of the
-// caller's.
+// caller's. A method whose request message carries its key
+// (Options.KeyFields on the server) needs the same map in
+// ClientOptions.KeyFields: the interceptor then sends the message's key
+// alone, instead of a metadata key the server would refuse as a second,
+// different key.
 package grpc

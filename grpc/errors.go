@@ -25,19 +25,20 @@ const ErrorDomain = "idemkey"
 // its dynamostore.Class in the same form (MISSING_TABLE, ACCESS_DENIED,
 // INVALID_WRITE, TOO_MANY_ACTIONS, STORE_REJECTED).
 const (
-	ReasonMissingKey   = "MISSING_KEY"                // InvalidArgument
-	ReasonInvalidKey   = "INVALID_KEY"                // InvalidArgument
-	ReasonInvalidBody  = "INVALID_BODY"               // InvalidArgument
-	ReasonUnauthorized = "UNAUTHORIZED"               // Unauthenticated
-	ReasonInFlight     = "IN_FLIGHT"                  // Aborted, with RetryInfo
-	ReasonKeyReused    = "KEY_REUSED"                 // FailedPrecondition
-	ReasonUnavailable  = "STORE_UNAVAILABLE"          // Unavailable, with RetryInfo
-	ReasonLockLost     = "LOCK_LOST"                  // Aborted, with RetryInfo
-	ReasonEffectFailed = "EFFECT_CONDITION_FAILED"    // FailedPrecondition
-	ReasonCorrupt      = "CORRUPT_RECORD"             // DataLoss
-	ReasonOmitted      = "ANSWER_OMITTED"             // DataLoss
-	ReasonUnkeyed      = "UNKEYED_WRITES_UNSUPPORTED" // Internal
-	ReasonInternal     = "INTERNAL"                   // Internal
+	ReasonMissingKey     = "MISSING_KEY"                // InvalidArgument
+	ReasonInvalidKey     = "INVALID_KEY"                // InvalidArgument
+	ReasonInvalidBody    = "INVALID_BODY"               // InvalidArgument
+	ReasonUnauthorized   = "UNAUTHORIZED"               // Unauthenticated
+	ReasonInFlight       = "IN_FLIGHT"                  // Aborted, with RetryInfo
+	ReasonKeyReused      = "KEY_REUSED"                 // FailedPrecondition
+	ReasonUnavailable    = "STORE_UNAVAILABLE"          // Unavailable, with RetryInfo
+	ReasonLockLost       = "LOCK_LOST"                  // Aborted, with RetryInfo
+	ReasonEffectFailed   = "EFFECT_CONDITION_FAILED"    // FailedPrecondition
+	ReasonCorrupt        = "CORRUPT_RECORD"             // DataLoss
+	ReasonOmitted        = "ANSWER_OMITTED"             // DataLoss
+	ReasonUnkeyed        = "UNKEYED_WRITES_UNSUPPORTED" // Internal
+	ReasonOutcomeUnknown = "OUTCOME_UNKNOWN"            // Internal, without RetryInfo
+	ReasonInternal       = "INTERNAL"                   // Internal
 )
 
 // reason turns a problem name ("key-reused") into an ErrorInfo reason
@@ -77,7 +78,10 @@ func newStatus(code codes.Code, why, msg string, retry time.Duration, meta map[s
 //     with Retry-After;
 //   - a staged effect's condition failed: FailedPrecondition (the same
 //     request fails again until the state it depends on changes);
-//   - a corrupt stored record: DataLoss.
+//   - a corrupt stored record: DataLoss;
+//   - writes of a call without a key whose commit's outcome is unknown
+//     (idemkey.ErrOutcomeUnknown): Internal without RetryInfo, which
+//     the client interceptor does not retry.
 func statusOf(err error) error {
 	var inFlight *idemkey.InFlightError
 	var unavailable *idemkey.UnavailableError
@@ -113,6 +117,10 @@ func statusOf(err error) error {
 			"a condition on the call's effects did not hold when they were committed, so nothing was saved and the key was released; the same request fails the same way unless the state it depends on changes", 0, nil)
 	case errors.Is(err, dynamostore.ErrInvalidRequest):
 		return newStatus(codes.InvalidArgument, ReasonInvalidKey, err.Error(), 0, nil)
+	case errors.Is(err, idemkey.ErrOutcomeUnknown):
+		return newStatus(codes.Internal, ReasonOutcomeUnknown,
+			"the call carried no idempotency key, and whether its writes were committed is unknown: the store did not answer; "+
+				"do not retry it as it is, which could apply them twice: read the state it changes first, and send a key to make retries safe", 0, nil)
 	case errors.Is(err, idemkey.ErrUnkeyedUnsupported):
 		return newStatus(codes.Internal, ReasonUnkeyed,
 			"this call staged writes without an idempotency key, and this service's store commits staged writes only with one; nothing was written", 0, nil)

@@ -124,6 +124,7 @@ type harness struct {
 // setup is harness configuration applied before the server starts.
 type setup struct {
 	server  []func(*idemgrpc.Options)
+	stream  []func(*idemgrpc.Options)      // the stream interceptor's alone, after server's
 	store   func(h *harness) idemkey.Store // replaces the harness's store when set
 	outer   []grpc.UnaryServerInterceptor
 	serveOn net.Listener
@@ -157,7 +158,7 @@ func newHarness(t *testing.T, optFns ...func(*setup)) *harness {
 	}}, s.server...)
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(append(s.outer, idemgrpc.UnaryServerInterceptor(store, opts...))...),
-		grpc.ChainStreamInterceptor(idemgrpc.StreamServerInterceptor(opts...)))
+		grpc.ChainStreamInterceptor(idemgrpc.StreamServerInterceptor(append(opts, s.stream...)...)))
 	testpb.RegisterLedgerServer(srv, h.svc)
 	lis := s.serveOn
 	if lis == nil {

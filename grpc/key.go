@@ -49,21 +49,9 @@ type keyField struct {
 // in the global registry and its field name. It returns an error that
 // names what is missing or of the wrong kind.
 func resolveKeyField(fullMethod, name string) (keyField, error) {
-	svc, method, ok := splitMethod(fullMethod)
-	if !ok {
-		return keyField{}, fmt.Errorf("%q is not a full method name (/package.Service/Method)", fullMethod)
-	}
-	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
+	md, err := findMethod(fullMethod)
 	if err != nil {
-		return keyField{}, fmt.Errorf("service %s of %q is not registered (import its generated package): %w", svc, fullMethod, err)
-	}
-	sd, ok := d.(protoreflect.ServiceDescriptor)
-	if !ok {
-		return keyField{}, fmt.Errorf("%s is not a service", svc)
-	}
-	md := sd.Methods().ByName(protoreflect.Name(method))
-	if md == nil {
-		return keyField{}, fmt.Errorf("service %s has no method %s", svc, method)
+		return keyField{}, err
 	}
 	if md.IsStreamingClient() || md.IsStreamingServer() {
 		return keyField{}, fmt.Errorf("%s is a streaming method: a stream cannot be replayed", fullMethod)
@@ -84,6 +72,42 @@ func resolveKeyField(fullMethod, name string) (keyField, error) {
 		return keyField{field: f, inner: inner}, nil
 	}
 	return keyField{}, fmt.Errorf("key field %s is neither a string nor a message", f.FullName())
+}
+
+// resolveKeyFields resolves each entry of names, the option named option,
+// and panics with the option's name and the reason when one fails.
+func resolveKeyFields(option string, names map[string]string) map[string]keyField {
+	fields := make(map[string]keyField, len(names))
+	for m, name := range names {
+		f, err := resolveKeyField(m, name)
+		if err != nil {
+			panic("grpc: " + option + ": " + err.Error())
+		}
+		fields[m] = f
+	}
+	return fields
+}
+
+// findMethod finds the method fullMethod ("/pkg.Service/Method") names in
+// the global registry. It returns an error that names what is missing.
+func findMethod(fullMethod string) (protoreflect.MethodDescriptor, error) {
+	svc, method, ok := splitMethod(fullMethod)
+	if !ok {
+		return nil, fmt.Errorf("%q is not a full method name (/package.Service/Method)", fullMethod)
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("service %s of %q is not registered (import its generated package): %w", svc, fullMethod, err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%s of %q is not a service", svc, fullMethod)
+	}
+	md := sd.Methods().ByName(protoreflect.Name(method))
+	if md == nil {
+		return nil, fmt.Errorf("service %s has no method %s", svc, method)
+	}
+	return md, nil
 }
 
 // splitMethod splits "/pkg.Service/Method" into its service and method.
@@ -143,7 +167,8 @@ func keyOf(md metadata.MD, fromMessage string) (key string, found bool, err erro
 			return "", false, &keyError{Reason: "the request message's key: " + reasonOf(err)}
 		}
 		if len(values) == 1 && fromMD != k {
-			return "", false, &keyError{Reason: "the request message and the " + KeyMetadata + " metadata carry different keys"}
+			return "", false, &keyError{Reason: "the request message and the " + KeyMetadata + " metadata carry different keys " +
+				"(a client interceptor that adds a key to every call must be given the method's key field: ClientOptions.KeyFields)"}
 		}
 		return k, true, nil
 	}

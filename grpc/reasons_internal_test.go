@@ -14,7 +14,7 @@ func TestReasonsAreTheHTTPProblemNames(t *testing.T) {
 		ReasonUnauthorized: problem.Unauthorized, ReasonInFlight: problem.InFlight,
 		ReasonKeyReused: problem.Mismatch, ReasonUnavailable: problem.Unavailable,
 		ReasonLockLost: problem.LockLost, ReasonEffectFailed: problem.EffectFailed,
-		ReasonCorrupt: problem.InvalidRecord, ReasonUnkeyed: problem.UnkeyedUnsupported,
+		ReasonCorrupt: problem.InvalidRecord, ReasonUnkeyed: problem.UnkeyedUnsupported, ReasonOutcomeUnknown: problem.OutcomeUnknown,
 		ReasonInternal: problem.Internal,
 	} {
 		if want := reason(name); got != want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -29,15 +30,24 @@ const Method = "GRPC"
 // claim's lease (see Options.Lease).
 const DefaultLeaseMargin = 5 * time.Second
 
+// DefaultMaxLease bounds the default lease (see Options.Lease): a call
+// whose deadline is further away than this holds its key for
+// DefaultMaxLease, so that a server that dies under it leaves the key
+// locked for at most that long, however distant the client's deadline.
+const DefaultMaxLease = 15 * time.Minute
+
 // DefaultFinalCodes are the status codes stored and replayed by default
 // besides codes.OK: the answers a retry of the same request would get
 // again (the analogue of the HTTP front door's "below 500"). Every other
 // code (Unknown, Internal, Unavailable, DeadlineExceeded, Aborted,
 // ResourceExhausted, Canceled, Unimplemented, DataLoss), like a panic,
-// releases the key, so a retry executes again.
+// releases the key, so a retry executes again. Unauthenticated and
+// PermissionDenied are never stored (idemkey.RefusesCaller: they are
+// HTTP's 401 and 403): a retry with renewed credentials or granted
+// permissions executes.
 var DefaultFinalCodes = []codes.Code{
-	codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
-	codes.FailedPrecondition, codes.OutOfRange, codes.Unauthenticated,
+	codes.InvalidArgument, codes.NotFound, codes.AlreadyExists,
+	codes.FailedPrecondition, codes.OutOfRange,
 }
 
 // Options configure the interceptors. The zero value of each field selects
@@ -59,9 +69,15 @@ type Options struct {
 	// Methods are the guarded methods, by full name
 	// ("/package.Service/Method"). Guarded, when set, is consulted for the
 	// methods Methods does not list. A call of any other method passes
-	// through unguarded. Default: none.
+	// through unguarded. Default: none. UnaryServerInterceptor panics
+	// when a method listed is not a unary method of a service in the
+	// global registry (protoregistry.GlobalFiles, where generated code
+	// registers its services): a misspelt name would guard nothing.
 	Methods []string
 	// Guarded reports whether a method, by full name, is guarded.
+	// UnaryServerInterceptor panics when it selects a streaming method
+	// of a registered service; StreamServerInterceptor refuses the calls
+	// of any other streaming method it selects.
 	Guarded func(fullMethod string) bool
 	// KeyFields names, per full method name, the field of the request
 	// message that carries the key: a string field holding it, or a
@@ -80,12 +96,17 @@ type Options struct {
 	// FinalCodes are the status codes stored and replayed besides
 	// codes.OK (default DefaultFinalCodes). Other codes release the key.
 	// A non-nil empty slice stores only successful answers.
+	// UnaryServerInterceptor panics if it lists Unauthenticated or
+	// PermissionDenied, which are never stored.
 	FinalCodes []codes.Code
 	// Lease returns the lock lease of a call's claim; zero or negative
 	// selects the store's default. Default: the time left until the
 	// call's deadline plus DefaultLeaseMargin, so a call cut off at its
-	// deadline frees its key soon after; the store's lease for a call
-	// without a deadline.
+	// deadline frees its key soon after, at most DefaultMaxLease; the
+	// store's lease for a call without a deadline. When the default is
+	// cut to DefaultMaxLease, the handler's context gets a deadline
+	// DefaultLeaseMargin before the lease ends, so that no other call
+	// reclaims the key while the handler still runs.
 	Lease func(ctx context.Context) time.Duration
 	// Guard options: Mode, Cache, RetryAfter (the RetryInfo delay),
 	// write timeouts, Observer. Its ShouldStore is replaced: FinalCodes
@@ -103,12 +124,33 @@ func options(optFns []func(*Options)) Options {
 	if o.FinalCodes == nil {
 		o.FinalCodes = DefaultFinalCodes
 	}
-	if o.Lease == nil {
-		o.Lease = func(ctx context.Context) time.Duration {
-			return lease.FromDeadline(ctx, DefaultLeaseMargin, time.Now())
-		}
-	}
 	return o
+}
+
+// leaseOf returns the lease of a call's claim made at now and, when the
+// default lease was cut to DefaultMaxLease, the deadline of its handler
+// (zero otherwise).
+func (o *Options) leaseOf(ctx context.Context, now time.Time) (time.Duration, time.Time) {
+	if o.Lease != nil {
+		return o.Lease(ctx), time.Time{}
+	}
+	if l := lease.FromDeadline(ctx, DefaultLeaseMargin, now); l <= DefaultMaxLease {
+		return l, time.Time{}
+	}
+	return DefaultMaxLease, now.Add(DefaultMaxLease - DefaultLeaseMargin)
+}
+
+// refusesCaller reports whether code is the gRPC form of an answer that
+// idemkey.RefusesCaller names, which a Guard never stores.
+func refusesCaller(code codes.Code) bool {
+	status := 0
+	switch code {
+	case codes.Unauthenticated:
+		status = http.StatusUnauthorized
+	case codes.PermissionDenied:
+		status = http.StatusForbidden
+	}
+	return idemkey.RefusesCaller(status)
 }
 
 func (o *Options) guarded(fullMethod string) bool {
@@ -125,27 +167,45 @@ func (o *Options) guarded(fullMethod string) bool {
 // or a status of FinalCodes.
 func (o *Options) final(r idemkey.Response) bool {
 	code, ok := codeOf(r)
-	return ok && (code == codes.OK || slices.Contains(o.FinalCodes, code))
+	return ok && !refusesCaller(code) && (code == codes.OK || slices.Contains(o.FinalCodes, code))
 }
 
-// checkStreaming panics when a guarded method listed by name is a
-// streaming method of a registered service.
-func (o *Options) checkStreaming() {
+// checkMethods panics when a method Methods names is not a unary method
+// of a service in the global registry (a typo would be a method never
+// guarded; a stream cannot be replayed), when FinalCodes lists a code
+// that is never stored, or when Guarded selects a registered streaming
+// method.
+func (o *Options) checkMethods() {
 	for _, m := range o.Methods {
-		svc, name, ok := splitMethod(m)
-		if !ok {
-			panic(fmt.Sprintf("grpc: guarded method %q is not a full method name (/package.Service/Method)", m))
-		}
-		d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
-		if err != nil {
-			continue // not registered: the stream interceptor refuses it
-		}
-		if sd, ok := d.(protoreflect.ServiceDescriptor); ok {
-			if md := sd.Methods().ByName(protoreflect.Name(name)); md != nil && (md.IsStreamingClient() || md.IsStreamingServer()) {
-				panic(fmt.Sprintf("grpc: guarded method %s is a streaming method: a stream cannot be replayed", m))
-			}
+		md, err := findMethod(m)
+		switch {
+		case err != nil:
+			panic("grpc: Options.Methods: " + err.Error() + "; list each guarded method by its full name, as the generated code's FullMethodName constants spell it")
+		case md.IsStreamingClient() || md.IsStreamingServer():
+			panic(fmt.Sprintf("grpc: guarded method %s is a streaming method: a stream cannot be replayed", m))
 		}
 	}
+	for _, c := range o.FinalCodes {
+		if refusesCaller(c) {
+			panic(fmt.Sprintf("grpc: Options.FinalCodes lists %v, which is never stored: an answer refusing the caller's credentials or permissions is not replayed; remove it", c))
+		}
+	}
+	if o.Guarded == nil {
+		return
+	}
+	protoregistry.GlobalFiles.RangeFiles(func(f protoreflect.FileDescriptor) bool {
+		for i := 0; i < f.Services().Len(); i++ {
+			sd := f.Services().Get(i)
+			for j := 0; j < sd.Methods().Len(); j++ {
+				md := sd.Methods().Get(j)
+				full := "/" + string(sd.FullName()) + "/" + string(md.Name())
+				if (md.IsStreamingClient() || md.IsStreamingServer()) && o.Guarded(full) {
+					panic(fmt.Sprintf("grpc: Options.Guarded selects %s, a streaming method: a stream cannot be replayed; make Guarded return false for it", full))
+				}
+			}
+		}
+		return true
+	})
 }
 
 var errScope = errors.New("grpc: no scope for the call")
@@ -167,6 +227,9 @@ var errScope = errors.New("grpc: no scope for the call")
 //     a key reused with another request gets FailedPrecondition; an
 //     unreachable store gets Unavailable with RetryInfo and the handler
 //     does not run;
+//   - claims the key for the lease of Options.Lease (by default the
+//     call's remaining time plus DefaultLeaseMargin, at most
+//     DefaultMaxLease);
 //   - otherwise runs the handler, with a *txn.Tx in its context
 //     (txn.FromContext) on which it stages its DynamoDB writes, and its
 //     header and trailer metadata held back; commits its answer with the
@@ -180,12 +243,18 @@ var errScope = errors.New("grpc: no scope for the call")
 // A call of another method passes through, with a *txn.Tx in its context
 // too: what it stages is committed in one TransactWriteItems without a key
 // record after the handler returns with codes.OK or a final code (a retry
-// executes again); a failed commit answers in the handler's place.
+// executes again); a failed commit answers in the handler's place:
+// Unavailable with RetryInfo when DynamoDB answered that nothing was
+// written, Internal with the reason OUTCOME_UNKNOWN and no RetryInfo when
+// the writes may have landed (idemkey.ErrOutcomeUnknown), which
+// UnaryClientInterceptor does not retry.
 //
 // UnaryServerInterceptor panics if store is nil, if the options set
 // neither Scope nor SingleCaller or set both, if a method named in
-// Methods is not a full method name or is a registered streaming method,
-// or if a KeyFields entry cannot be resolved.
+// Methods is not a unary method of a registered service, if Guarded
+// selects a registered streaming method, if FinalCodes lists
+// Unauthenticated or PermissionDenied, or if a KeyFields entry cannot be
+// resolved.
 func UnaryServerInterceptor(store idemkey.Store, optFns ...func(*Options)) grpc.UnaryServerInterceptor {
 	if store == nil {
 		panic("grpc: UnaryServerInterceptor needs a store")
@@ -201,15 +270,8 @@ func UnaryServerInterceptor(store idemkey.Store, optFns ...func(*Options)) grpc.
 	case o.SingleCaller:
 		o.Scope = func(context.Context) (string, error) { return "", nil }
 	}
-	o.checkStreaming()
-	fields := make(map[string]keyField, len(o.KeyFields))
-	for m, name := range o.KeyFields {
-		f, err := resolveKeyField(m, name)
-		if err != nil {
-			panic("grpc: Options.KeyFields: " + err.Error())
-		}
-		fields[m] = f
-	}
+	o.checkMethods()
+	fields := resolveKeyFields("Options.KeyFields", o.KeyFields)
 	gopts := o.Guard
 	gopts.ShouldStore = o.final
 	if gopts.FrontDoor == "" {
@@ -281,14 +343,20 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	if err != nil {
 		return nil, newStatus(codes.InvalidArgument, ReasonInvalidBody, "grpc: the request message does not encode: "+err.Error(), 0, nil)
 	}
+	leased, handlerDeadline := s.opts.leaseOf(ctx, time.Now())
 	ireq := idemkey.Request{Scope: scope, Key: key, Method: Method, Path: info.FullMethod,
-		Fingerprint: fp, Lease: s.opts.Lease(ctx)}
+		Fingerprint: fp, Lease: leased}
 
 	stream := grpc.ServerTransportStreamFromContext(ctx)
 	var out any
 	var herr error
 	var header, trailer metadata.MD
 	res, err := s.guard.Do(ctx, ireq, func(ctx context.Context) (idemkey.Response, error) {
+		if !handlerDeadline.IsZero() {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, handlerDeadline)
+			defer cancel()
+		}
 		c := &capture{method: info.FullMethod}
 		out, herr = handler(grpc.NewContextWithServerTransportStream(ctx, c), req)
 		header, trailer = c.metadata()
