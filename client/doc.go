@@ -51,7 +51,8 @@
 //   - 502 and 504, from a proxy: the server either committed (the retry
 //     replays) or did not (the retry executes).
 //   - 503: idemkey's store is unreachable or busy and nothing was
-//     committed.
+//     committed (for a route the server does not guard, DynamoDB answered
+//     that the request's writes were not written).
 //
 // This default set is Options.RetryStatuses, and the statuses retried only
 // with Retry-After are Options.RetryAfterStatuses. Every other answer is
@@ -59,8 +60,10 @@
 // (idemkey's answer when a staged condition failed: the same request fails
 // the same way until the state it depends on changes); a 500 without
 // Retry-After (idemkey's answer to a fault that a retry meets again, such
-// as a missing table, and a handler's own 500, which the retry would
-// probably repeat); and every other 4xx, 422 in particular (the key was
+// as a missing table; its "outcome-unknown" answer when the writes of a
+// request the server does not guard may have landed, which a retry would
+// apply again, since the server ignores the key there; and a handler's
+// own 500, which the retry would probably repeat); and every other 4xx, 422 in particular (the key was
 // already used for a different request: a bug that retrying cannot fix)
 // and 400, 401, 403, 404 and 413, whose answer a retry would only repeat.
 //

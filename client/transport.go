@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/idemkey/idemkey/internal/httpmethod"
 )
 
 // Defaults of Options.
@@ -55,7 +57,8 @@ func DefaultRetryAfterStatuses() []int {
 // default.
 type Options struct {
 	// Methods are the guarded methods: they get a key and retries. Default
-	// POST and PATCH, as the idemkey handler guards. Other methods pass
+	// POST and PATCH, as the idemkey handler guards. Methods are
+	// case-sensitive: write "POST", never "post" (NewTransport refuses it). Other methods pass
 	// through to the base transport untouched.
 	Methods []string
 	// MaxAttempts bounds the attempts of one request, the first included
@@ -131,7 +134,9 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 // NewTransport returns a Transport sending attempts through base
-// (http.DefaultTransport when nil).
+// (http.DefaultTransport when nil). It panics if Options.Methods lists a
+// method that would match no request: empty, not an HTTP token, or with
+// lower-case letters ("post" would give no POST a key).
 func NewTransport(base http.RoundTripper, optFns ...func(*Options)) *Transport {
 	var o Options
 	for _, fn := range optFns {
@@ -142,6 +147,11 @@ func NewTransport(base http.RoundTripper, optFns ...func(*Options)) *Transport {
 	}
 	if len(o.Methods) == 0 {
 		o.Methods = []string{http.MethodPost, http.MethodPatch}
+	}
+	for _, m := range o.Methods {
+		if why := httpmethod.Problem(m); why != "" {
+			panic("client: Options.Methods: " + why)
+		}
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -187,7 +197,8 @@ func NewTransport(base http.RoundTripper, optFns ...func(*Options)) *Transport {
 }
 
 // New returns a copy of base (http.DefaultClient when nil) whose transport
-// is a Transport over base's transport. base itself is not modified.
+// is a Transport over base's transport. base itself is not modified. It
+// panics as NewTransport does.
 func New(base *http.Client, optFns ...func(*Options)) *http.Client {
 	var c http.Client
 	if base != nil {

@@ -55,6 +55,7 @@ import (
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/fingerprint"
+	"github.com/idemkey/idemkey/internal/httpmethod"
 	"github.com/idemkey/idemkey/internal/lease"
 	"github.com/idemkey/idemkey/internal/problem"
 	"github.com/idemkey/idemkey/txn"
@@ -87,7 +88,8 @@ type Options struct {
 	// Set it only where no other caller can exist; give every service
 	// with several callers a Scope.
 	SingleCaller bool
-	// Methods are the guarded methods (default POST and PATCH). Other
+	// Methods are the guarded methods (default POST and PATCH), spelt as
+	// requests carry them: "POST", never "post" (New refuses it). Other
 	// methods pass through unguarded: see below.
 	Methods []string
 	// Optional lets a guarded request without a key pass through unguarded
@@ -147,7 +149,10 @@ type Options struct {
 
 // New returns middleware guarding a handler with store. It panics if store
 // is nil, if the options set neither Scope nor SingleCaller or set both,
-// or if a guarded method is longer than dynamostore.MaxMethodBytes.
+// or if a guarded method would match no request (empty, not an HTTP
+// token, or with lower-case letters: methods are case-sensitive, so
+// "post" would guard no POST) or is longer than
+// dynamostore.MaxMethodBytes.
 func New(store idemkey.Store, optFns ...func(*Options)) func(http.Handler) http.Handler {
 	var o Options
 	for _, fn := range optFns {
@@ -167,6 +172,9 @@ func New(store idemkey.Store, optFns ...func(*Options)) func(http.Handler) http.
 		o.Methods = []string{http.MethodPost, http.MethodPatch}
 	}
 	for _, method := range o.Methods {
+		if why := httpmethod.Problem(method); why != "" {
+			panic("handler: Options.Methods: " + why)
+		}
 		if len(method) > dynamostore.MaxMethodBytes {
 			panic("handler: guarded method " + strconv.Quote(method) + " is longer than dynamostore.MaxMethodBytes")
 		}
