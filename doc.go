@@ -20,6 +20,10 @@
 //
 // A Guard fails closed: when DynamoDB cannot be reached the function is not
 // run (ErrUnavailable), because running it unguarded could execute it twice.
+// Writes committed without a key (CommitUnkeyed) whose commit failed
+// without DynamoDB's answer are ErrOutcomeUnknown, which is not retryable:
+// no key record tells a retry that they landed. An answer that refuses
+// the caller (RefusesCaller: HTTP 401 and 403) is never stored.
 //
 // The public surface: Guard (New, Do, CommitUnkeyed) and its Options
 // (Mode, Cache, timeouts), the Store it runs on, Request, Response and

@@ -38,13 +38,17 @@
 //	lock lost                          Aborted + RetryInfo  LOCK_LOST
 //	staged condition failed            FailedPrecondition   EFFECT_CONDITION_FAILED (key released)
 //	stored answer unreadable / omitted DataLoss             CORRUPT_RECORD / ANSWER_OMITTED
+//	unkeyed writes, outcome unknown    Internal             OUTCOME_UNKNOWN (no RetryInfo: they may have landed)
 //
 // AEP-155 prescribes no code for a key reused with another request;
 // FailedPrecondition is AIP-193's code for a request the client must not
 // retry as it is. A permanent fault is Internal, not FailedPrecondition:
 // the client cannot repair the service's tables or permissions, and no
 // client retries it. RetryInfo appears exactly where a retry with the same
-// key can succeed.
+// key can succeed. A call of a method that is not guarded carries no
+// key the server keeps, so when its writes may have landed
+// (idemkey.ErrOutcomeUnknown) its answer is Internal without RetryInfo,
+// which UnaryClientInterceptor never retries.
 //
 // # The same request
 //
