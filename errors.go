@@ -20,9 +20,12 @@ var (
 	ErrMismatch = errors.New("idemkey: key reused with a different request")
 	// ErrUnavailable: the key store could not be reached or answered with
 	// a transient failure (throttling, a server error, a transaction that
-	// kept conflicting); nothing was executed, or the execution's commit
-	// failed or could not be confirmed and was undone. Retrying later with
-	// the same key is safe.
+	// kept conflicting). Nothing was executed; or the execution's commit
+	// failed and was undone; or it could not be confirmed: a retry is
+	// replayed if the commit landed, and executed, once the key's lease
+	// ends, if it did not. Retrying later with
+	// the same key is safe. From CommitUnkeyed, which has no key: DynamoDB
+	// answered that nothing was written.
 	ErrUnavailable = errors.New("idemkey: key store unavailable")
 	// ErrPermanent: DynamoDB answered with a fault that retrying the same
 	// request meets again (a missing table, refused credentials, a staged

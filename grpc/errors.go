@@ -104,7 +104,8 @@ func statusOf(err error) error {
 			"this idempotency key was already used for a different request (method or message); use a new key for a new operation", 0, nil)
 	case errors.As(err, &unavailable):
 		return newStatus(codes.Unavailable, ReasonUnavailable,
-			"the idempotency key store could not be reached or was busy, so nothing was committed; retry with the same key after the delay in RetryInfo", unavailable.RetryAfter, nil)
+			"the idempotency key store could not be reached, was busy, or did not confirm the commit; retry with the same key after the delay in RetryInfo: "+
+				"a call that was committed is replayed, one that was not is executed", unavailable.RetryAfter, nil)
 	case errors.As(err, &permanent):
 		return newStatus(codes.Internal, reason(string(permanent.Class)),
 			"DynamoDB refused a call of this request ("+string(permanent.Class)+"); nothing was committed, and retrying with the same key fails the same way until the service is fixed",

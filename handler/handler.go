@@ -386,7 +386,8 @@ func problemOf(err error) (problem.Details, time.Duration) {
 			"This Idempotency-Key was already used for a different request (method, path, query, media type or body). Use a new key for a new operation."), 0
 	case errors.As(err, &unavailable):
 		return problem.New(http.StatusServiceUnavailable, problem.Unavailable, "Idempotency store unavailable",
-			"The idempotency key store could not be reached or was busy, so nothing was committed. Retry with the same key after the delay in Retry-After."), unavailable.RetryAfter
+			"The idempotency key store could not be reached, was busy, or did not confirm the commit. Retry with the same key after the delay in Retry-After: "+
+				"a request that was committed is replayed, one that was not is executed."), unavailable.RetryAfter
 	case errors.As(err, &permanent):
 		return permanentProblem(permanent), 0
 	case errors.Is(err, idemkey.ErrLockLost):
