@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -38,8 +39,14 @@ func (t *Tx) ConditionCheck(c types.ConditionCheck) {
 	t.Add(types.TransactWriteItem{ConditionCheck: &c})
 }
 
-// Add stages one action as is.
+// Add stages one action as is. Staging on a nil Tx panics with a
+// message that names the missing middleware: a nil Tx is what
+// FromContext returns for a context that no idemkey front door made, and
+// a write staged there would never be committed.
 func (t *Tx) Add(item types.TransactWriteItem) {
+	if t == nil {
+		panic(errNoTx)
+	}
 	t.mu.Lock()
 	t.items = append(t.items, item)
 	t.mu.Unlock()
@@ -66,14 +73,26 @@ func (t *Tx) Items() []types.TransactWriteItem {
 	return append([]types.TransactWriteItem(nil), t.items...)
 }
 
-// Reset discards every staged action.
+// Reset discards every staged action. On a nil Tx it does nothing.
 func (t *Tx) Reset() {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	t.items = nil
 	t.mu.Unlock()
 }
 
-// FromContext returns the Tx carried by ctx, if any.
+// errNoTx is the panic value of a write staged on a nil Tx.
+var errNoTx = errors.New("txn: write staged on a nil *txn.Tx: the context carries no Tx, " +
+	"so the request did not pass through idemkey's middleware (handler.New, a lambda adapter or " +
+	"the grpc interceptor); wrap the route with it, or check FromContext's ok before staging")
+
+// FromContext returns the Tx that an idemkey front door put in ctx, and
+// true. For a context no front door made (a route without the
+// middleware) it returns nil and false; staging on that nil Tx panics
+// with a message saying that the middleware is missing, rather than
+// dropping the write.
 func FromContext(ctx context.Context) (*Tx, bool) {
 	t, ok := txnctx.Value(ctx).(*Tx)
 	return t, ok && t != nil

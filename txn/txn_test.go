@@ -53,3 +53,35 @@ func TestContextCarriesTheTx(t *testing.T) {
 	_, ok = txn.FromContext(txnctx.With(context.Background(), (*txn.Tx)(nil)))
 	assert.False(t, ok, "a nil Tx is no Tx")
 }
+
+// A route without the middleware gets no Tx: staging on what FromContext
+// returns must say so, not fail with a bare nil dereference (or drop the
+// write).
+func TestStagingWithoutTheMiddlewareSaysTheMiddlewareIsMissing(t *testing.T) {
+	tx, ok := txn.FromContext(context.Background())
+	assert.False(t, ok)
+	assert.Nil(t, tx)
+	assert.Zero(t, tx.Len())
+	tx.Reset() // nothing staged, nothing to discard
+	for name, stage := range map[string]func(){
+		"Put":            func() { tx.Put(types.Put{TableName: aws.String("payments")}) },
+		"Update":         func() { tx.Update(types.Update{TableName: aws.String("payments")}) },
+		"Delete":         func() { tx.Delete(types.Delete{TableName: aws.String("payments")}) },
+		"ConditionCheck": func() { tx.ConditionCheck(types.ConditionCheck{TableName: aws.String("payments")}) },
+		"Add":            func() { tx.Add(types.TransactWriteItem{}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				err, isErr := r.(error)
+				if !assert.True(t, isErr, "panic value %v is not an error", r) {
+					return
+				}
+				assert.Contains(t, err.Error(), "middleware")
+				assert.Contains(t, err.Error(), "handler.New")
+			}()
+			stage()
+			t.Fatal("staging on a nil Tx returned")
+		})
+	}
+}
