@@ -95,7 +95,8 @@ func statusOf(err error) error {
 	case errors.As(err, &ke):
 		return newStatus(codes.InvalidArgument, ReasonInvalidKey, ke.Reason, 0, nil)
 	case errors.Is(err, errScope):
-		return newStatus(codes.Unauthenticated, ReasonUnauthorized, err.Error(), 0, nil)
+		return newStatus(codes.Unauthenticated, ReasonUnauthorized,
+			"the call does not identify its caller, so its idempotency key cannot be scoped to it; call with the credentials this service accepts", 0, nil)
 	case errors.As(err, &inFlight):
 		return newStatus(codes.Aborted, ReasonInFlight,
 			"a call with this idempotency key is still being processed; retry after the delay in RetryInfo", inFlight.RetryAfter, nil)

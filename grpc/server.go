@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"time"
@@ -58,7 +59,8 @@ type Options struct {
 	// established it (its peer's TLS identity, its per-RPC credentials as
 	// an authentication interceptor checked them), never a value the
 	// client chooses freely. Keys of different scopes never meet. An error
-	// answers Unauthenticated. UnaryServerInterceptor refuses options
+	// answers Unauthenticated with a fixed message, never the error's
+	// text, which goes to Logger at Warn. UnaryServerInterceptor refuses options
 	// that set neither Scope nor SingleCaller, or both.
 	Scope func(ctx context.Context) (string, error)
 	// SingleCaller states that the service has exactly one caller, so that
@@ -108,6 +110,11 @@ type Options struct {
 	// DefaultLeaseMargin before the lease ends, so that no other call
 	// reclaims the key while the handler still runs.
 	Lease func(ctx context.Context) time.Duration
+	// Logger receives a record at Warn, with the Scope function's error,
+	// for each call refused because Scope failed; the client's status
+	// never carries that error. Default (nil): slog.Default(), as it is
+	// when the record is written.
+	Logger *slog.Logger
 	// Guard options: Mode, Cache, RetryAfter (the RetryInfo delay),
 	// write timeouts, Observer. Its ShouldStore is replaced: FinalCodes
 	// decides. Its FrontDoor defaults to idemkey.FrontDoorGRPC, so an
@@ -337,7 +344,16 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	scope, err := s.opts.Scope(ctx)
 	if err != nil {
-		return nil, statusOf(fmt.Errorf("%w: %w", errScope, err))
+		logger := s.opts.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.LogAttrs(ctx, slog.LevelWarn, "idemkey",
+			slog.String("method", info.FullMethod),
+			slog.String("outcome", "unauthorized"),
+			slog.String("code", codes.Unauthenticated.String()),
+			slog.String("error", err.Error()))
+		return nil, statusOf(errScope)
 	}
 	fp, err := digest(info.FullMethod, fpMsg)
 	if err != nil {

@@ -78,7 +78,9 @@ type Options struct {
 	// (tenant, API key id, token subject), as established by the
 	// request's authentication, never by a value the client chooses
 	// freely, such as a tenant header. Keys of different scopes never meet.
-	// An error answers 401 with a problem document. New refuses options
+	// An error answers 401 with a problem document whose detail is fixed,
+	// never the error's text, which goes to Logger at Warn (outcome
+	// "unauthorized"). New refuses options
 	// that set neither Scope nor SingleCaller, or both.
 	Scope func(*http.Request) (string, error)
 	// SingleCaller states that the service has exactly one caller, so that
@@ -135,9 +137,10 @@ type Options struct {
 	// path, a hash of the key, the outcome (the problem type's name, or
 	// "replay" or "released"), the status and the error; never the key,
 	// the scope, a body or a header. A request the middleware refuses
-	// before the Guard runs (400 for a missing or malformed key, 401, 413,
+	// before the Guard runs (400 for a missing or malformed key, 413,
 	// 414, a body that does not match its length) writes no record: it
-	// reached no key.
+	// reached no key. A request refused because Scope failed (401) writes
+	// one at Warn with the Scope error, the only place that error goes.
 	//
 	// Default (nil): the records at Warn and above go to slog.Default(),
 	// as it is when they are written. To log nothing, set
@@ -146,6 +149,11 @@ type Options struct {
 	// too late to commit are logged here.
 	Logger *slog.Logger
 }
+
+// unauthorizedDetail is the detail of the 401 answered when Options.Scope
+// fails: fixed, so that nothing of how the service authenticates reaches
+// its clients.
+const unauthorizedDetail = "The request does not identify its caller, so its Idempotency-Key cannot be scoped to it. Send the request with the credentials this service accepts."
 
 // New returns middleware guarding a handler with store. It panics if store
 // is nil, if the options set neither Scope nor SingleCaller or set both,
@@ -243,7 +251,16 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	scope, err := m.opts.Scope(r)
 	if err != nil {
-		problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Unauthorized", err.Error()), 0)
+		// The error is the service's own words (how it authenticates, what
+		// it looked for): the operator reads it in the log, the client gets
+		// a fixed detail.
+		m.logger().LogAttrs(r.Context(), slog.LevelWarn, "idemkey",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("outcome", problem.Unauthorized),
+			slog.Int("status", http.StatusUnauthorized),
+			slog.String("error", err.Error()))
+		problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Unauthorized", unauthorizedDetail), 0)
 		return
 	}
 	body, ok := readBody(w, r, m.opts.MaxBodyBytes)

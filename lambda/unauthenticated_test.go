@@ -1,8 +1,10 @@
 package lambda_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,22 +57,31 @@ func unauthenticatedEvents(t *testing.T) []unauthenticatedEvent {
 }
 
 // An event that no authorization produced tells no caller from another.
-// The default scope rules (EventScope) refuse it with 401, say what to do,
-// and run nothing, rather than put every anonymous caller in the one
-// shared scope "", where one caller's key meets another's and one
-// caller's stored response replays to the other.
+// The default scope rules (EventScope) refuse it with 401 and run
+// nothing, rather than put every anonymous caller in the one shared scope
+// "", where one caller's key meets another's and one caller's stored
+// response replays to the other. What to do about it (authorize the
+// route, or state a single caller) is for the operator, in the log: the
+// end user's 401 names no option of the library.
 func TestUnauthenticatedEventGets401NotTheSharedScope(t *testing.T) {
 	e := newEnv(t)
 	for _, ev := range unauthenticatedEvents(t) {
 		t.Run(ev.name, func(t *testing.T) {
 			p := newPayments(e)
 			key := "anonymous-" + ev.name
+			var log bytes.Buffer
+			withLog := func(o *idemlambda.MiddlewareOptions) {
+				o.Handler.Logger = slog.New(slog.NewJSONHandler(&log, nil))
+			}
 			for range 2 { // two anonymous callers, one key
-				r := ev.invoke(t, context.Background(), guarded(e, p, ev.door), ev.raw, call{key: key})
+				r := ev.invoke(t, context.Background(), guarded(e, p, ev.door, withLog), ev.raw, call{key: key})
 				assertProblem(t, r, http.StatusUnauthorized, "unauthorized")
-				assert.Contains(t, r.body, "SingleCaller", "the problem says how to state a single caller")
+				assert.NotContains(t, r.body, "SingleCaller", "the client is told nothing of the library's options")
+				assert.NotContains(t, r.body, idemlambda.ErrNoScope.Error(), "nor what the scope rules looked for")
 				assert.Empty(t, r.header.Get(handler.ReplayedHeader))
 			}
+			assert.Equal(t, 2, strings.Count(log.String(), idemlambda.ErrNoScope.Error()), "the operator reads each refusal's reason: %s", log.String())
+			assert.Contains(t, log.String(), "SingleCaller", "and what to do about it")
 			assert.Equal(t, int64(0), p.executed.Load(), "nothing runs")
 			assert.Equal(t, 0, e.effectsFor(key))
 			_, err := e.store.Get(context.Background(), "", key)
