@@ -37,6 +37,25 @@ func TestRetentionShorterThanLeaseIsRefusedAtConstruction(t *testing.T) {
 	}, "a retention equal to the lease is safe")
 }
 
+// A negative Retention (a sign error, a "-1 = forever" convention) is a
+// mistake: it must not silently become the 24 h default, nor a negative
+// Lease the default lease.
+func TestNegativeRetentionOrLeaseIsRefusedAtConstruction(t *testing.T) {
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
+	for name, fn := range map[string]func(*dynamostore.Options){
+		"retention": func(o *dynamostore.Options) { o.Retention = -7 * 24 * time.Hour },
+		"lease":     func(o *dynamostore.Options) { o.Lease = -time.Minute },
+	} {
+		v := func() (v any) {
+			defer func() { v = recover() }()
+			dynamostore.New(client, "keys", fn)
+			return nil
+		}()
+		msg, _ := v.(string)
+		assert.Contains(t, msg, "negative", name)
+	}
+}
+
 func TestClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T) {
 	inModes(t, testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive)
 }

@@ -106,7 +106,7 @@ type Store struct {
 }
 
 // New returns a Store over table. It panics if client is nil, table is
-// empty, the effective Retention is shorter than the effective Lease,
+// empty, Retention or Lease is negative, the effective Retention is shorter than the effective Lease,
 // Region is longer than MaxSweepRegionLen or not valid UTF-8 (a
 // region-scoped Sweeper could not evict its records), or Schema is invalid (KeySchema.Validate): those
 // are configuration errors, caught at start.
@@ -119,6 +119,10 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 		fn(&s.opts)
 	}
 	o := &s.opts
+	if o.Retention < 0 || o.Lease < 0 {
+		panic(fmt.Sprintf("dynamostore: New: negative Retention (%v) or Lease (%v): zero selects the default (DefaultRetention, DefaultLease); "+
+			"a negative duration is a mistake, not a default", o.Retention, o.Lease))
+	}
 	if o.Retention <= 0 {
 		o.Retention = DefaultRetention
 	}

@@ -304,6 +304,8 @@ func checkNamespace(ns string) error {
 		return invalid("Namespace", "%q: namespaces beginning with AWS/ are reserved", ns)
 	case !printableASCII(ns) || strings.HasPrefix(ns, ":"):
 		return invalid("Namespace", "%q: printable ASCII not beginning with a colon required", ns)
+	case strings.TrimSpace(ns) == "":
+		return invalid("Namespace", "%q: a namespace of blanks is dropped by CloudWatch with every metric in it; name it", ns)
 	}
 	return nil
 }

@@ -105,6 +105,7 @@ func TestEncodeRefusesWhatTheSpecificationForbids(t *testing.T) {
 	}
 	cases := map[string]func(*emf.Document){
 		"no namespace":       func(d *emf.Document) { d.Namespace = "" },
+		"blank namespace":    func(d *emf.Document) { d.Namespace = "   " },
 		"reserved namespace": func(d *emf.Document) { d.Namespace = "AWS/DynamoDB" },
 		"long namespace":     func(d *emf.Document) { d.Namespace = strings.Repeat("n", emf.MaxNamespaceLen+1) },
 		"control in ns":      func(d *emf.Document) { d.Namespace = "a\nb" },
