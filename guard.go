@@ -1,8 +1,11 @@
 package idemkey
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"time"
@@ -107,7 +110,20 @@ type Options struct {
 	// when the request's context names nothing (WithFrontDoor). Front
 	// doors set it: package handler to FrontDoorHTTP.
 	FrontDoor string
+	// KeyHashSecret is the secret of Event.KeyHash, a keyed hash (HMAC),
+	// so that whoever reads a log or a trace cannot confirm a guessed key
+	// by hashing it. Default (nil): 32 random bytes drawn by New, so the
+	// hashes of one Guard agree with each other (a log line and a span of
+	// one request, the retries of one key) and with no other Guard's. Set
+	// the same secret on every Guard of a fleet for hashes that agree
+	// across processes, and keep it like a password: it confirms a guessed
+	// key to whoever holds it. New panics if it is set and shorter than
+	// MinKeyHashSecret bytes.
+	KeyHashSecret []byte
 }
+
+// MinKeyHashSecret is the shortest Options.KeyHashSecret New accepts.
+const MinKeyHashSecret = 16
 
 // RefusesCaller reports whether an answer of the HTTP status refuses the
 // caller's credentials or permissions: 401 Unauthorized or 403 Forbidden.
@@ -147,6 +163,18 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 		if _, ok := store.(oneTripStore); !ok {
 			panic("idemkey: OneTrip mode needs a store with a CommitFirst method, such as *dynamostore.Store")
 		}
+	}
+	switch {
+	case g.opts.KeyHashSecret == nil:
+		g.opts.KeyHashSecret = make([]byte, 32)
+		if _, err := rand.Read(g.opts.KeyHashSecret); err != nil {
+			panic("idemkey: New: no randomness for the key hash secret: " + err.Error())
+		}
+	case len(g.opts.KeyHashSecret) < MinKeyHashSecret:
+		panic(fmt.Sprintf("idemkey: New: Options.KeyHashSecret of %d bytes, fewer than MinKeyHashSecret (%d): a short secret lets a guessed key be confirmed from its hash; leave it nil for a random one",
+			len(g.opts.KeyHashSecret), MinKeyHashSecret))
+	default:
+		g.opts.KeyHashSecret = bytes.Clone(g.opts.KeyHashSecret)
 	}
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now

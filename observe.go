@@ -2,7 +2,9 @@ package idemkey
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"time"
@@ -147,15 +149,23 @@ type Event struct {
 	// OutcomeExecutedReleased), nil for a success.
 	Err error
 
-	key string
+	scope, key string
+	secret     []byte
 }
 
-// KeyHash identifies the event's key without revealing it: the first 8
-// bytes of the SHA-256 of the key, in hex (16 characters). The key of a
-// CommitUnkeyed event is empty.
+// KeyHash identifies the event's record (its scope and key) without
+// revealing it: the first 8 bytes of an HMAC-SHA256 under the Guard's
+// Options.KeyHashSecret of the scope's length, the scope and the key, in
+// hex (16 characters). Two events of one Guard and one record have the
+// same KeyHash; without the secret, a guessed key cannot be confirmed
+// from it. The key of a CommitUnkeyed event is empty.
 func (e *Event) KeyHash() string {
-	sum := sha256.Sum256([]byte(e.key))
-	return hex.EncodeToString(sum[:8])
+	mac := hmac.New(sha256.New, e.secret)
+	var n [binary.MaxVarintLen64]byte
+	mac.Write(n[:binary.PutUvarint(n[:], uint64(len(e.scope)))])
+	mac.Write([]byte(e.scope))
+	mac.Write([]byte(e.key))
+	return hex.EncodeToString(mac.Sum(nil)[:8])
 }
 
 // Observer receives the Event of every request a Guard handles, after
@@ -304,9 +314,9 @@ func (g *Guard) begin(ctx context.Context, mode string, req *Request, p *probe) 
 	}
 	now := time.Now()
 	*p = probe{obs: obs, mark: now}
-	p.ev = Event{Mode: mode, FrontDoor: door, Start: now}
+	p.ev = Event{Mode: mode, FrontDoor: door, Start: now, secret: g.opts.KeyHashSecret}
 	if req != nil {
-		p.ev.Method, p.ev.Path, p.ev.key = req.Method, req.Path, req.Key
+		p.ev.Method, p.ev.Path, p.ev.scope, p.ev.key = req.Method, req.Path, req.Scope, req.Key
 	}
 	return ctx, p
 }
