@@ -43,6 +43,9 @@ func ExampleLogObserver() {
 	idem := handler.New(dynamostore.New(ep.Client, keys), func(o *handler.Options) {
 		o.SingleCaller = true
 		o.Guard.Observer = idemkey.Observers(handler.LogObserver(logger), count)
+		// One secret for every process of the service, so that their
+		// key_hash values agree (default: a random secret per Guard).
+		o.Guard.KeyHashSecret = []byte("example fleet secret: keep me out of the code")
 	})
 	h := idem(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	for range 2 {
@@ -52,6 +55,6 @@ func ExampleLogObserver() {
 	}
 	fmt.Println(outcomes)
 	// Output:
-	// level=INFO msg=idemkey method=POST path=/orders key_hash=0bafe22156d2698c outcome=replay status=201
+	// level=INFO msg=idemkey method=POST path=/orders key_hash=c5c4c24e7e5b2d98 outcome=replay status=201
 	// map[executed-stored:1 replay:1]
 }
