@@ -55,6 +55,6 @@ func ExampleLogObserver() {
 	}
 	fmt.Println(outcomes)
 	// Output:
-	// level=INFO msg=idemkey method=POST path=/orders key_hash=c5c4c24e7e5b2d98 outcome=replay status=201
+	// level=INFO msg=idemkey method=POST path=/orders key_hash=4b8b159d22186319 outcome=replay status=201
 	// map[executed-stored:1 replay:1]
 }
