@@ -26,7 +26,10 @@ import (
 // with Prefix + "#" and, on a table with a sort key, SortKeyValue as its
 // sort key: pick a Prefix the application never uses (for example
 // "idemkey"). As Prefix holds no '#', two stores with different prefixes
-// never address each other's records either.
+// never address each other's records either; and as it holds no ':', no
+// value of a schema with a Prefix is a value of one without (which begins
+// with decimal digits and ':'), so a store with a Prefix and one without
+// on the same table never address each other's records.
 //
 // On a schema with a Prefix, every record also carries the String
 // attribute "idemkey" (the record format), and the sweeper deletes an item
@@ -50,7 +53,7 @@ type KeySchema struct {
 	// Prefix begins every key record's partition key value, followed by
 	// '#'. Required when SortKey is set or PartitionKey is not "pk"; set
 	// it too on a table with the default names that holds other items.
-	// At most 64 bytes of printable ASCII, without spaces or '#'.
+	// At most 64 bytes of printable ASCII, without spaces, '#' or ':'.
 	Prefix string
 	// TTLAttribute is the record's expiry attribute, a Number of epoch
 	// seconds (default "exp").
@@ -73,8 +76,8 @@ var recordAttributes = []string{
 
 // Validate reports what makes s unusable: a SortKey without SortKeyValue
 // (or the reverse), a shared table's schema (a SortKey, or a PartitionKey
-// other than "pk") without a Prefix, a Prefix with '#', a space or a
-// non-ASCII byte, a TTLAttribute that is a key attribute, or a name that
+// other than "pk") without a Prefix, a Prefix with '#', ':', a space or
+// a non-ASCII byte, a TTLAttribute that is a key attribute, or a name that
 // is one of the record's own attributes. New and NewSweeper panic with its
 // error.
 func (s KeySchema) Validate() error {

@@ -24,10 +24,11 @@ func adversarial(r *rand.Rand, max int) string {
 	return string(b)
 }
 
-// adversarialPrefix draws a valid prefix: a non-empty string without '#'.
+// adversarialPrefix draws a valid prefix: a non-empty string without '#'
+// or ':'.
 func adversarialPrefix(r *rand.Rand) string {
 	for {
-		p := strings.ReplaceAll(adversarial(r, 8), "#", "")
+		p := strings.NewReplacer("#", "", ":", "").Replace(adversarial(r, 8))
 		p = strings.Map(func(c rune) rune {
 			if c < 0x21 || c > 0x7e {
 				return 'x'
@@ -85,6 +86,9 @@ func TestPropertyKeyRecordsOfOnePrefixNeverMapOntoAnotherPrefixOrAnApplicationIt
 		def := keyschema.PartitionKey(scope, key)
 		_, ok = sp.InNamespace(map[string]types.AttributeValue{"PK": attrS(def), "SK": attrS("K")})
 		require.False(t, ok)
+		// Nor does it read a prefix's value as one of its own.
+		_, _, ok = defaultLayout.Parse(vp)
+		require.False(t, ok, "%q of prefix %q parses without a prefix", vp, p)
 	}
 }
 

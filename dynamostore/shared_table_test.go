@@ -452,6 +452,7 @@ func TestKeySchemaValidationPanicsAtConstruction(t *testing.T) {
 		"shared without prefix":    {dynamostore.KeySchema{PartitionKey: "PK", SortKey: "SK", SortKeyValue: "x"}, "needs a Prefix"},
 		"other pk without prefix":  {dynamostore.KeySchema{PartitionKey: "PK"}, "needs a Prefix"},
 		"prefix with #":            {dynamostore.KeySchema{Prefix: "a#b"}, "'#'"},
+		"prefix with :":            {dynamostore.KeySchema{Prefix: "3:x"}, "':'"},
 		"prefix with space":        {dynamostore.KeySchema{Prefix: "a b"}, "printable"},
 		"ttl is the partition key": {dynamostore.KeySchema{PartitionKey: "PK", TTLAttribute: "PK", Prefix: "p"}, "key attribute"},
 		"ttl is the sort key":      {dynamostore.KeySchema{PartitionKey: "PK", SortKey: "SK", SortKeyValue: "x", TTLAttribute: "SK", Prefix: "p"}, "key attribute"},

@@ -92,6 +92,9 @@ func (s Schema) Check(reserved []string) error {
 		return fmt.Errorf("Prefix of %d bytes, more than %d", len(s.Prefix), MaxPrefixBytes)
 	case strings.ContainsRune(s.Prefix, '#'):
 		return fmt.Errorf("Prefix %q contains '#', which ends a prefix: two prefixes could then share key values", s.Prefix)
+	case strings.ContainsRune(s.Prefix, ':'):
+		return fmt.Errorf("Prefix %q contains ':', which ends the scope's length in a value without a Prefix: "+
+			"a store without a Prefix on the same table could then read this schema's records as its own", s.Prefix)
 	}
 	for _, r := range s.Prefix {
 		if r < 0x21 || r > 0x7e {
