@@ -157,7 +157,7 @@ type Sweeper struct {
 	opts   SweepOptions
 	layout *layout
 	// indexChecked is set once DescribeTable showed the expiry index
-	// ACTIVE and fit (SweepIndex mode).
+	// readable and fit (SweepIndex mode).
 	indexChecked atomic.Bool
 }
 

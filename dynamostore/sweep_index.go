@@ -49,8 +49,8 @@ const (
 	SweepIndex SweepMode = "index"
 )
 
-// ErrExpiryIndex reports a table whose expiry index is missing, not
-// ACTIVE, or not the one EnsureExpiryIndex creates (another key schema, or
+// ErrExpiryIndex reports a table whose expiry index is missing, neither
+// ACTIVE nor UPDATING (CREATING, DELETING), or not the one EnsureExpiryIndex creates (another key schema, or
 // another projection than exactly the attributes it projects: fewer, which
 // a sweep reads, or more, which a commit would write). The error's message
 // names the table, the index and what is wrong.
@@ -244,7 +244,8 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 }
 
 // checkIndex checks, until it once succeeds, that the table has the
-// expiry index ACTIVE and fit for the sweeper's schema.
+// expiry index fit for the sweeper's schema and readable: ACTIVE, or
+// UPDATING (a change of its throughput, during which it answers queries).
 func (s *Sweeper) checkIndex(ctx context.Context) error {
 	if s.indexChecked.Load() {
 		return nil
@@ -254,8 +255,8 @@ func (s *Sweeper) checkIndex(ctx context.Context) error {
 		return &StoreError{Op: "DescribeTable", Err: err, Table: s.table}
 	}
 	gsi, err := s.layout.expiryIndexOf(s.table, out.Table)
-	if err == nil && indexStatus(gsi) != types.IndexStatusActive {
-		err = fmt.Errorf("%w: table %q: index %q is %s, not ACTIVE; wait for it (EnsureExpiryIndex waits)",
+	if err == nil && !indexReadable(gsi) {
+		err = fmt.Errorf("%w: table %q: index %q is %s, neither ACTIVE nor UPDATING; wait for it (EnsureExpiryIndex waits)",
 			ErrExpiryIndex, s.table, ExpiryIndexName, gsi.IndexStatus)
 	}
 	if err != nil {

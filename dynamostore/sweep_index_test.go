@@ -372,3 +372,45 @@ func TestExpiryBucketIsAShardOfThePartitionKeyInTheNamespace(t *testing.T) {
 		assert.InDelta(t, 1000, n, 100, bucket)
 	}
 }
+
+// indexStatusClient answers DescribeTable with the expiry index in the
+// given status, as DynamoDB describes an index whose throughput changes
+// (UPDATING) or that is still backfilled (CREATING).
+type indexStatusClient struct {
+	*dynamodb.Client
+	status types.IndexStatus
+}
+
+func (c indexStatusClient) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	out, err := c.Client.DescribeTable(ctx, in, optFns...)
+	if err == nil && out.Table != nil {
+		for i := range out.Table.GlobalSecondaryIndexes {
+			out.Table.GlobalSecondaryIndexes[i].IndexStatus = c.status
+		}
+		out.Table.TableStatus = types.TableStatusUpdating
+	}
+	return out, err
+}
+
+// An index in UPDATING (a throughput change on it or its table) answers
+// queries with every entry: the sweep goes on, and EnsureExpiryIndex
+// accepts it. One in CREATING is refused by both.
+func TestIndexSweepGoesOnWhileTheIndexIsUpdating(t *testing.T) {
+	e := indexEnv(t, false)
+	ctx := context.Background()
+	seed(t, e.ep.Client, e.table, e.clock.Now(), 40)
+	expired := int64(len(tableKeys(t, e.ep.Client, e.table)))
+	r, err := e.sweeper(indexStatusClient{e.client, types.IndexStatusUpdating}).Sweep(ctx, "")
+	require.NoError(t, err)
+	require.True(t, r.Finished)
+	assert.Positive(t, r.Evicted)
+	assert.Less(t, int64(len(tableKeys(t, e.ep.Client, e.table))), expired)
+	require.NoError(t, dynamostore.EnsureExpiryIndex(ctx, indexStatusClient{e.ep.Client, types.IndexStatusUpdating}, e.table, dynamostore.KeySchema{}, time.Second))
+
+	_, err = e.sweeper(indexStatusClient{e.client, types.IndexStatusCreating}).Sweep(ctx, "")
+	require.ErrorIs(t, err, dynamostore.ErrExpiryIndex)
+	assert.Contains(t, err.Error(), "is CREATING, neither ACTIVE nor UPDATING")
+	err = dynamostore.EnsureExpiryIndex(ctx, indexStatusClient{e.ep.Client, types.IndexStatusCreating}, e.table, dynamostore.KeySchema{}, 300*time.Millisecond)
+	require.ErrorIs(t, err, dynamostore.ErrExpiryIndex)
+	assert.Contains(t, err.Error(), "still CREATING")
+}

@@ -16,8 +16,9 @@ import (
 
 // EnsureExpiryIndex makes the existing key table ready for a Sweeper in
 // SweepIndex mode and returns when it is: it creates the expiry index if
-// missing (one UpdateTable) and waits until the table and the index are
-// ACTIVE, at most maxWait (default two minutes when zero). The index is a
+// missing (one UpdateTable) and waits until the index is
+// readable (ACTIVE, or UPDATING: a throughput change), at most maxWait
+// (default two minutes when zero). The index is a
 // global secondary index named ExpiryIndexName, partition key
 // ExpiryBucketAttribute (String), sort key the schema's TTLAttribute
 // (Number), projecting besides the keys only attributes that no write
@@ -40,7 +41,8 @@ import (
 // Creating the index on a table that holds records makes DynamoDB
 // backfill it, which on a large table takes minutes to hours; the wait
 // then ends with an error saying the index is still CREATING, and a later
-// call (or the Sweeper, which refuses an index that is not ACTIVE) takes
+// call (or the Sweeper, which refuses an index that is neither ACTIVE nor
+// UPDATING) takes
 // it from there. Records written before this version of the package have
 // no ExpiryBucketAttribute and are not in the index: DynamoDB's TTL
 // deletes them.
@@ -119,7 +121,7 @@ func (l *layout) createExpiryIndex(table string, t *types.TableDescription) *dyn
 	}
 }
 
-// waitExpiryIndex waits until the table and its expiry index are ACTIVE,
+// waitExpiryIndex waits until the expiry index is readable,
 // with DescribeTable from 200 ms to 5 s apart, until deadline.
 func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table string, deadline time.Time) error {
 	delay := 200 * time.Millisecond
@@ -133,7 +135,7 @@ func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table 
 			return err
 		}
 		status := indexStatus(gsi)
-		if status == types.IndexStatusActive && desc.Table.TableStatus == types.TableStatusActive {
+		if indexReadable(gsi) {
 			return nil
 		}
 		if !time.Now().Add(delay).Before(deadline) {
@@ -146,6 +148,17 @@ func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table 
 		}
 		delay = min(2*delay, 5*time.Second)
 	}
+}
+
+// indexReadable reports whether the index answers queries with every
+// entry: ACTIVE, or UPDATING (its throughput changing, or the table's);
+// not CREATING (still backfilled) nor DELETING.
+func indexReadable(gsi *types.GlobalSecondaryIndexDescription) bool {
+	switch indexStatus(gsi) {
+	case types.IndexStatusActive, types.IndexStatusUpdating:
+		return true
+	}
+	return false
 }
 
 // indexStatus returns the status of an index: ACTIVE for an
