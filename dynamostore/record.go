@@ -689,7 +689,7 @@ func checkResponse(resp Response) error {
 
 // pastItem reports whether item's expiry attributes, read alone, say that
 // the record is no longer live (see liveAt): exp before now's second, and
-// for a record in progress its lock_exp before now's millisecond. A claim
+// for a record in progress its lock expiry before now's millisecond. A claim
 // overwrites such an item whatever the rest of it holds, so a read treats
 // it as absent without decoding the rest. Unreadable expiry attributes
 // report false, for the decoder to name them.
