@@ -82,7 +82,8 @@ func (c *Cache) lookup(scope, key string, fp []byte, now time.Time) (resp Respon
 		return Response{}, false, false
 	}
 	c.order.MoveToFront(el)
-	if !fingerprint.Equal(e.fp, fp) {
+	// The entry holds a record's fingerprint: the part a record stores.
+	if len(fp) < dynamostore.StoredFingerprintSize || !fingerprint.Equal(e.fp, fp[:dynamostore.StoredFingerprintSize]) {
 		return Response{}, true, true
 	}
 	return copyResponse(e.resp), true, false

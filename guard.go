@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/fingerprint"
 	"github.com/idemkey/idemkey/internal/txnctx"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -400,7 +399,7 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (
 				// This write landed: its answer is this execution's.
 				g.remember(rec)
 				return &Result{Response: resp, Stored: true}, "", nil
-			case fingerprint.Equal(rec.Fingerprint, req.Fingerprint):
+			case rec.MatchesFingerprint(req.Fingerprint):
 				// A twin's write for the same request: a replay.
 				g.remember(rec)
 				return &Result{Response: *rec.Response, Replayed: true, Stored: true}, "", nil
@@ -431,7 +430,7 @@ func (g *Guard) storedAnswer(ctx context.Context, req Request, p *probe) (res *R
 		return nil, nil, false
 	case rec.State == dynamostore.StateInProgress:
 		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}, true
-	case !fingerprint.Equal(rec.Fingerprint, req.Fingerprint):
+	case !rec.MatchesFingerprint(req.Fingerprint):
 		return nil, ErrMismatch, true
 	case rec.Response == nil:
 		return nil, nil, false

@@ -7,26 +7,52 @@
 //
 // # The record
 //
-// One table with a single string partition key, pk. A record is one item:
+// One table with a single string partition key, pk. A record is one item,
+// its attribute names one letter each so that the record costs little
+// beside the response it stores:
 //
 //	pk        S  length-prefixed (scope, key): "<len(scope)>:<scope><key>"
-//	v         N  record format version (1)
-//	method    S  HTTP method (or operation name) the key was first used for
-//	path      S  path (or event source) the key was first used for
-//	fp        B  32-byte request fingerprint
-//	state     S  "in_progress" or "completed"
-//	lock      S  random owner token of the claim; fences late writers
-//	lock_exp  N  epoch milliseconds after which another request may reclaim
-//	status    N  stored response status (completed records)
-//	hdr       M  stored response headers, name → list of values
-//	body      B  stored response body, gzip-compressed when enc = "gzip"
-//	enc       S  body encoding ("gzip"), absent when stored as is
-//	omitted   N  size of a response body too large to store (body absent)
-//	created   N  epoch milliseconds of the claim
-//	done      N  epoch milliseconds of the completion
+//	v         N  record format version (2)
+//	m         S  the method the key was first used for, absent when POST
+//	p         S  the path (or operation) the key was first used for
+//	f         B  the first 16 bytes of the request's SHA-256 fingerprint
+//	s         S  the state: "p" in progress, "c" completed
+//	l         B  the claim's random lock token (8 bytes); fences late
+//	             writers, and tells a commit or claim retried after a lost
+//	             answer its own completed record from another claim's
+//	e         N  epoch milliseconds after which another request may
+//	             reclaim; in progress only, but kept once completed on a
+//	             table with the expiry index (Options.ExpiryIndex), which
+//	             projects it
+//	c         N  epoch milliseconds of the claim
+//	d         N  milliseconds from the claim to the completion (completed)
+//	r         N  stored response status (completed)
+//	h         B  stored response headers, one block, absent when none (see
+//	             below)
+//	b         B  stored response body, gzip-compressed when z = "gzip"
+//	z         S  body encoding ("gzip"), absent when stored as is
+//	o         N  size of a response body too large to store (b absent)
+//	g         S  the region that wrote the record (Options.Region), if any
 //	exp       N  epoch SECONDS: the table's TTL attribute
 //	exp_bucket S the expiry index's partition key: a shard of pk, "07"
-//	             (ExpiryBucket), whatever the state
+//	             (ExpiryBucket), whatever the state; only with
+//	             Options.ExpiryIndex
+//
+// The header block is a sequence of header lines, names in increasing
+// byte order and each name's values in their order. A line is one byte:
+// the number (1 to 10) of a common line, in this order: Content-Type
+// application/json, application/json; charset=utf-8,
+// application/problem+json, text/plain; charset=utf-8, text/html;
+// charset=utf-8, application/grpc, application/octet-stream;
+// X-Content-Type-Options nosniff; Cache-Control no-store;
+// Content-Encoding gzip. Or it is a zero byte followed by the name and
+// the value, each as its length (an unsigned varint) and its bytes. A
+// JSON response's Content-Type takes 2 bytes with the attribute's name.
+//
+// A completed record of a 16-character key with a 200-byte JSON response
+// takes about 296 bytes, its in-progress record 96 (BENCHMARKS.md), so
+// that the record of a response up to about 900 bytes fits the 1 KB of
+// one write unit.
 //
 // That is the default KeySchema, for a table of key records only. On a
 // table shared with the application's items (Options.Schema), pk and exp
@@ -34,7 +60,7 @@
 // "<Prefix>#<len(scope)>:<scope><key>", the sort key (if the table has
 // one) is a constant, and the record also carries
 //
-//	idemkey   S  record format version ("1"): the marker of a key record
+//	idemkey   S  record format version ("2"): the marker of a key record
 //
 // Every delete the sweeper sends on such a table is conditioned on the
 // prefix and the marker, and a claim overwrites only an item with the
@@ -63,7 +89,8 @@
 // DynamoDB's TTL process deletes expired records late (often days) and
 // without a trace. Sweeper evicts them on a schedule you control and says
 // what it did: a parallel Scan (Segment/TotalSegments) reading only pk,
-// exp, state, lock, lock_exp and created, in bounded pages under a rate
+// exp, the state, the lock token and expiry, the claim time and the
+// region, in bounded pages under a rate
 // limit and a time budget. An expired record is deleted under the
 // condition exp < now and not in progress under a live lock (a key
 // re-claimed since survives and counts as skipped); a stuck in-progress
@@ -78,7 +105,7 @@
 // In SweepIndex mode (SweepOptions.Mode) the sweeper reads instead a
 // global secondary index, ExpiryIndexName, that EnsureExpiryIndex adds
 // to the table: keyed by exp_bucket and sorted by exp, it holds every
-// record in one of 32 shards, so that the expired records are read
+// record of a store with Options.ExpiryIndex in one of 32 shards, so that the expired records are read
 // without the live ones. A run then costs read units in proportion to the
 // expired records plus 64 small queries, and the index costs two write
 // units per request over a record's life, one at the claim and one at

@@ -8,8 +8,9 @@ import (
 // expired records without reading the live ones.
 const (
 	// ExpiryBucketAttribute is the String attribute that every record a
-	// Store writes carries (see ExpiryBucket), and the partition key of
-	// the expiry index. A KeySchema must not name it.
+	// Store with Options.ExpiryIndex writes carries (see ExpiryBucket),
+	// and the partition key of the expiry index. A KeySchema must not
+	// name it.
 	ExpiryBucketAttribute = "exp_bucket"
 	// ExpiryIndexName is the name of the expiry index: a global secondary
 	// index of the key table whose partition key is ExpiryBucketAttribute
@@ -43,10 +44,10 @@ const (
 // records of a bucket, oldest first, however old they are, and no time
 // range of buckets needs to be enumerated.
 //
-// A record written before this attribute existed has none and is not in
-// the index: a sweep in SweepIndex mode never sees it, DynamoDB's TTL
-// deletes it, and writing it again (any claim or commit) or setting the
-// attribute to this value puts it in the index.
+// A record written by a Store without Options.ExpiryIndex has none and is
+// not in the index: a sweep in SweepIndex mode never sees it, DynamoDB's
+// TTL deletes it, and writing it again with the option (any claim or
+// commit) or setting the attribute to this value puts it in the index.
 func ExpiryBucket(schema KeySchema, partitionKey string) string {
 	return keyschema.Schema(schema).Namespaced(bucketValue(expiryShard(partitionKey)))
 }

@@ -113,7 +113,7 @@ func TestGetOfAnExpiredRecordIsAbsentWhateverElseItHolds(t *testing.T) {
 	_, err = e.ep.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &e.table,
 		Key:                       map[string]types.AttributeValue{dynamostore.PartitionKey: &types.AttributeValueMemberS{Value: keyschema.PartitionKey(req.Scope, req.Key)}},
-		UpdateExpression:          aws.String("SET body = :b, enc = :gzip"),
+		UpdateExpression:          aws.String("SET b = :b, z = :gzip"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":b": &types.AttributeValueMemberB{Value: []byte("not gzip")}, ":gzip": &types.AttributeValueMemberS{Value: "gzip"}},
 	})
 	require.NoError(t, err)

@@ -3,9 +3,14 @@ package dynamostore
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,24 +44,32 @@ const (
 )
 
 // Attribute names of a key record; the key and TTL attributes are the
-// schema's.
+// schema's. The doc comment of the package lists what each holds and when
+// it is written.
 const (
 	attrVersion  = "v"
-	attrMethod   = "method"
-	attrPath     = "path"
-	attrFP       = "fp"
-	attrState    = "state"
-	attrLock     = "lock"
-	attrLockExp  = "lock_exp"
-	attrStatus   = "status"
-	attrHeader   = "hdr"
-	attrBody     = "body"
-	attrEnc      = "enc"
-	attrOmitted  = "omitted"
-	attrCreated  = "created"
-	attrDone     = "done"
-	attrRegion   = "region"
-	recordFormat = "1"
+	attrMethod   = "m"
+	attrPath     = "p"
+	attrFP       = "f"
+	attrState    = "s"
+	attrLock     = "l"
+	attrLockExp  = "e"
+	attrStatus   = "r"
+	attrHeader   = "h"
+	attrBody     = "b"
+	attrEnc      = "z"
+	attrOmitted  = "o"
+	attrCreated  = "c"
+	attrDone     = "d"
+	attrRegion   = "g"
+	recordFormat = "2"
+)
+
+// The stored values of the two states, and the method a record omits.
+const (
+	storedInProgress = "p"
+	storedCompleted  = "c"
+	defaultMethod    = "POST"
 )
 
 // MaxScopeBytes and MaxKeyBytes bound the two halves of a record's
@@ -66,6 +79,16 @@ const (
 	MaxKeyBytes   = 512
 	// FingerprintSize is the length of a request fingerprint (SHA-256).
 	FingerprintSize = 32
+	// StoredFingerprintSize is the length of the part of a fingerprint a
+	// record stores: its first 16 bytes (128 bits). Two different requests
+	// with one key pass for the same one only if their digests agree on
+	// these bytes: a chance of 2^-128 for requests not built to collide,
+	// the bound of a collision of SHA-256 itself.
+	StoredFingerprintSize = 16
+	// LockTokenSize is the length in bytes of a claim's random lock
+	// token; Record.LockToken holds it in unpadded base64url (11
+	// characters).
+	LockTokenSize = 8
 )
 
 // Request is what a claim is about.
@@ -81,8 +104,12 @@ type Request struct {
 	// UTF-8: bytes that are not are stored as U+FFFD, and the Record a
 	// claim returns holds them so.
 	Method, Path string
-	// Fingerprint identifies the request's content (32 bytes). A later
-	// request with the same key and another fingerprint is a mismatch.
+	// Fingerprint identifies the request's content: FingerprintSize
+	// bytes (a SHA-256 digest), of which the record stores the first
+	// StoredFingerprintSize; the StoredFingerprintSize bytes of a Record's
+	// Fingerprint are accepted too, and stand for the request that record
+	// was written for. A later request with the same key and another
+	// fingerprint is a mismatch.
 	Fingerprint []byte
 	// Lease overrides the store's lock lease for this claim when positive.
 	Lease time.Duration
@@ -104,13 +131,21 @@ type Response struct {
 type Record struct {
 	Scope, Key   string
 	Method, Path string
-	Fingerprint  []byte
-	State        State
+	// Fingerprint is the part of the request's fingerprint the record
+	// stores: its first StoredFingerprintSize bytes. Compare a request's
+	// fingerprint with it by MatchesFingerprint.
+	Fingerprint []byte
+	State       State
 	// Response is set for completed records.
 	Response *Response
-	// LockToken is the owner token of the claim that created the record.
+	// LockToken is the owner token of the claim that created the record,
+	// LockTokenSize random bytes in unpadded base64url. A completed record
+	// keeps it: it tells a commit or a claim repeated after a lost answer
+	// its own record from another claim's.
 	LockToken string
-	// LockExpires is when an in-progress record may be reclaimed.
+	// LockExpires is when an in-progress record may be reclaimed. A
+	// completed record read back holds it only on a table with the expiry
+	// index (Options.ExpiryIndex); it is zero otherwise.
 	LockExpires time.Time
 	Created     time.Time
 	// Completed is when the record was completed (zero when in progress).
@@ -151,6 +186,23 @@ func (m *commitMemo) completion(now time.Time) time.Time {
 	return m.at
 }
 
+// MatchesFingerprint reports whether fp, a request's fingerprint
+// (FingerprintSize bytes, or the StoredFingerprintSize bytes of a Record's
+// Fingerprint), is the one r was written for: whether the first
+// StoredFingerprintSize bytes of both are equal. It takes a time that does
+// not depend on their contents.
+func (r *Record) MatchesFingerprint(fp []byte) bool {
+	if len(fp) < StoredFingerprintSize || len(r.Fingerprint) < StoredFingerprintSize {
+		return false
+	}
+	return subtle.ConstantTimeCompare(r.Fingerprint[:StoredFingerprintSize], fp[:StoredFingerprintSize]) == 1
+}
+
+// storedFingerprint returns the part of fp that a record stores.
+func storedFingerprint(fp []byte) []byte {
+	return bytes.Clone(fp[:min(len(fp), StoredFingerprintSize)])
+}
+
 // liveAt reports whether the record stands at now for every read and
 // condition of this package: its exp second has not passed, or it is in
 // progress under a lock that has not expired (a record written before exp
@@ -181,36 +233,116 @@ func attrN(n int64) types.AttributeValue {
 }
 func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
 
-// baseItem encodes the attributes shared by both states. Its values are
-// allocated together: an item is built on every request.
+// baseItem encodes the attributes shared by both states: for a completed
+// record, without the lock's expiry unless the table has the expiry index
+// (which projects it, and a commit must leave the index entry as the
+// claim wrote it). Its values are allocated together: an item is built
+// on every request.
 func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
-	strs := make([]types.AttributeValueMemberS, 8)
+	strs := make([]types.AttributeValueMemberS, 6)
 	nums := make([]types.AttributeValueMemberN, 4)
-	item := make(map[string]types.AttributeValue, 19)
+	bins := make([]types.AttributeValueMemberB, 1)
+	item := make(map[string]types.AttributeValue, 16)
 	str := func(i int, name, v string) { strs[i].Value = v; item[name] = &strs[i] }
 	num := func(i int, name string, v int64) { nums[i].Value = strconv.FormatInt(v, 10); item[name] = &nums[i] }
 	str(0, l.PartitionKey, l.Value(r.Scope, r.Key))
 	if l.SortKey != "" {
-		str(6, l.SortKey, l.SortKeyValue)
+		str(1, l.SortKey, l.SortKeyValue)
 	}
 	if marked(l.Schema) {
 		item[keyschema.Marker] = markerValue
 	}
-	str(1, attrMethod, r.Method)
-	str(2, attrPath, r.Path)
-	str(3, attrState, string(r.State))
-	str(4, attrLock, r.LockToken)
-	str(7, ExpiryBucketAttribute, ExpiryBucket(KeySchema(l.Schema), strs[0].Value))
+	if r.Method != defaultMethod {
+		str(2, attrMethod, r.Method)
+	}
+	str(3, attrPath, r.Path)
+	item[attrState] = stateValue(r.State)
+	item[attrLock] = lockValue(r.LockToken)
+	if l.indexed {
+		str(4, ExpiryBucketAttribute, ExpiryBucket(KeySchema(l.Schema), strs[0].Value))
+	}
 	nums[0].Value = recordFormat
 	item[attrVersion] = &nums[0]
-	num(1, attrLockExp, r.LockExpires.UnixMilli())
+	if r.State == StateInProgress || l.indexed {
+		num(1, attrLockExp, r.LockExpires.UnixMilli())
+	}
 	num(2, attrCreated, r.Created.UnixMilli())
 	num(3, l.TTLAttribute, r.Expires.Unix())
-	item[attrFP] = &types.AttributeValueMemberB{Value: r.Fingerprint}
+	bins[0].Value = r.Fingerprint[:min(len(r.Fingerprint), StoredFingerprintSize)]
+	item[attrFP] = &bins[0]
 	if r.Region != "" {
 		str(5, attrRegion, r.Region)
 	}
 	return item
+}
+
+// The state values of conditions and items; the SDK only reads them.
+var (
+	inProgressValue types.AttributeValue = &types.AttributeValueMemberS{Value: storedInProgress}
+	completedValue  types.AttributeValue = &types.AttributeValueMemberS{Value: storedCompleted}
+)
+
+// stateValue returns the stored value of a state (a State of neither
+// kind, which no Store writes, as it is).
+func stateValue(st State) types.AttributeValue {
+	switch st {
+	case StateInProgress:
+		return inProgressValue
+	case StateCompleted:
+		return completedValue
+	}
+	return attrS(string(st))
+}
+
+// newLockToken returns a fresh random lock token: LockTokenSize bytes in
+// unpadded base64url.
+func newLockToken() string {
+	var b [LockTokenSize]byte
+	_, _ = rand.Read(b[:])
+	return lockEncoding.EncodeToString(b[:])
+}
+
+var lockEncoding = base64.RawURLEncoding.Strict()
+
+// lockValue returns the stored form of a lock token: the bytes it encodes
+// (a Binary), or the token itself (a String) when it is not the canonical
+// base64url form of any bytes (a token of a claim built by hand). Equal
+// tokens give equal values, so conditions on it compare tokens.
+func lockValue(token string) types.AttributeValue {
+	if b, err := lockEncoding.DecodeString(token); err == nil && len(b) > 0 && lockEncoding.EncodeToString(b) == token {
+		return &types.AttributeValueMemberB{Value: b}
+	}
+	return &types.AttributeValueMemberS{Value: token}
+}
+
+// getLock reads the lock token of item, the inverse of lockValue.
+func getLock(item map[string]types.AttributeValue) (string, error) {
+	switch v := item[attrLock].(type) {
+	case *types.AttributeValueMemberB:
+		if len(v.Value) == 0 {
+			return "", &RecordError{Attr: attrLock, Reason: "empty lock token"}
+		}
+		return lockEncoding.EncodeToString(v.Value), nil
+	case *types.AttributeValueMemberS:
+		return v.Value, nil
+	case nil:
+		return "", &RecordError{Attr: attrLock, Reason: "missing"}
+	}
+	return "", &RecordError{Attr: attrLock, Reason: "wrong type"}
+}
+
+// getState reads the state of item.
+func getState(item map[string]types.AttributeValue) (State, error) {
+	v, err := getS(item, attrState)
+	switch {
+	case err != nil:
+		return "", err
+	case v == storedInProgress:
+		return StateInProgress, nil
+	case v == storedCompleted:
+		return StateCompleted, nil
+	}
+	return "", &RecordError{Attr: attrState, Reason: "unknown state"}
 }
 
 // maxItemBytes is DynamoDB's item size limit (400 KB).
@@ -225,7 +357,9 @@ func (l *layout) encodeCompleted(r *Record, compressAbove, limit int) map[string
 	item := l.baseItem(r)
 	resp := r.Response
 	item[attrStatus] = attrN(int64(resp.Status))
-	item[attrDone] = attrN(r.Completed.UnixMilli())
+	// The completion time, as milliseconds after the claim's: a few
+	// digits where an epoch time takes thirteen.
+	item[attrDone] = attrN(r.Completed.UnixMilli() - r.Created.UnixMilli())
 	if hdr := encodeHeader(resp.Header); hdr != nil {
 		item[attrHeader] = hdr
 	}
@@ -281,31 +415,105 @@ func storedHeader(name string) bool {
 	return utf8.ValidString(name) && !unstoredHeaders[http.CanonicalHeaderKey(name)]
 }
 
+// commonHeaders are the header lines a header block names by their
+// index, one byte each: its entry i+1 is commonHeaders[i]. The list is part
+// of the record format: an entry may be appended only with a new version.
+var commonHeaders = [...][2]string{
+	{"Content-Type", "application/json"},
+	{"Content-Type", "application/json; charset=utf-8"},
+	{"Content-Type", "application/problem+json"},
+	{"Content-Type", "text/plain; charset=utf-8"},
+	{"Content-Type", "text/html; charset=utf-8"},
+	{"Content-Type", "application/grpc"},
+	{"Content-Type", "application/octet-stream"},
+	{"X-Content-Type-Options", "nosniff"},
+	{"Cache-Control", "no-store"},
+	{"Content-Encoding", "gzip"},
+}
+
+// commonHeader returns the entry byte of a common header line, 0 if it is
+// not one.
+func commonHeader(name, value string) byte {
+	for i, c := range commonHeaders {
+		if c[0] == name && c[1] == value {
+			return byte(i + 1)
+		}
+	}
+	return 0
+}
+
+// encodeHeader encodes the stored headers of h as one header block, nil
+// when none is stored. The block is a sequence of lines, names in
+// increasing order and each name's values in their order: a line is one
+// byte, the index of a common header line (see commonHeaders), or a zero
+// byte followed by the name and the value, each as a uvarint length and
+// its bytes.
 func encodeHeader(h http.Header) types.AttributeValue {
-	if len(h) == 0 {
+	names := make([]string, 0, len(h))
+	for name, values := range h {
+		if storedHeader(name) && len(values) > 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
 		return nil
 	}
-	m := make(map[string]types.AttributeValue, len(h))
-	for name, values := range h {
-		if !storedHeader(name) || len(values) == 0 {
+	slices.Sort(names)
+	var block []byte
+	for _, name := range names {
+		for _, v := range h[name] {
+			if c := commonHeader(name, v); c != 0 {
+				block = append(block, c)
+				continue
+			}
+			block = append(block, 0)
+			block = binary.AppendUvarint(block, uint64(len(name)))
+			block = append(block, name...)
+			block = binary.AppendUvarint(block, uint64(len(v)))
+			block = append(block, v...)
+		}
+	}
+	return &types.AttributeValueMemberB{Value: block}
+}
+
+// decodeHeader decodes a header block (see encodeHeader).
+func decodeHeader(block []byte) (http.Header, error) {
+	bad := func(reason string) error { return &RecordError{Attr: attrHeader, Reason: reason} }
+	h := http.Header{}
+	field := func() (string, error) {
+		n, w := binary.Uvarint(block)
+		if w <= 0 || n > uint64(len(block)-w) {
+			return "", bad("truncated header line")
+		}
+		f := string(block[w : w+int(n)])
+		block = block[w+int(n):]
+		return f, nil
+	}
+	for len(block) > 0 {
+		c := block[0]
+		block = block[1:]
+		if c != 0 {
+			if int(c) > len(commonHeaders) {
+				return nil, bad("unknown common header line")
+			}
+			line := commonHeaders[c-1]
+			h[line[0]] = append(h[line[0]], line[1])
 			continue
 		}
-		l := make([]types.AttributeValue, len(values))
-		for i, v := range values {
-			if utf8.ValidString(v) {
-				l[i] = attrS(v)
-			} else {
-				// DynamoDB strings are UTF-8 (the SDK would replace the
-				// invalid bytes): keep the value's bytes as a binary.
-				l[i] = attrB([]byte(v))
-			}
+		name, err := field()
+		if err != nil {
+			return nil, err
 		}
-		m[name] = &types.AttributeValueMemberL{Value: l}
+		value, err := field()
+		if err != nil {
+			return nil, err
+		}
+		h[name] = append(h[name], value)
 	}
-	if len(m) == 0 {
-		return nil
+	if len(h) == 0 {
+		return nil, bad("empty header block")
 	}
-	return &types.AttributeValueMemberM{Value: m}
+	return h, nil
 }
 
 var gzipPool = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return w }}
@@ -399,8 +607,11 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	if v, err := getN(item, attrVersion); err != nil || strconv.FormatInt(v, 10) != recordFormat {
 		return nil, &RecordError{Attr: attrVersion, Reason: "unknown record format"}
 	}
-	if r.Method, err = getS(item, attrMethod); err != nil {
-		return nil, err
+	r.Method = defaultMethod
+	if _, ok := item[attrMethod]; ok {
+		if r.Method, err = getS(item, attrMethod); err != nil {
+			return nil, err
+		}
 	}
 	if r.Path, err = getS(item, attrPath); err != nil {
 		return nil, err
@@ -408,22 +619,22 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	if r.Fingerprint, err = getB(item, attrFP); err != nil {
 		return nil, err
 	}
-	if len(r.Fingerprint) != FingerprintSize {
-		return nil, &RecordError{Attr: attrFP, Reason: "fingerprint is not 32 bytes"}
+	if len(r.Fingerprint) != StoredFingerprintSize {
+		return nil, &RecordError{Attr: attrFP, Reason: "fingerprint is not 16 bytes"}
 	}
-	state, err := getS(item, attrState)
-	if err != nil {
+	if r.State, err = getState(item); err != nil {
 		return nil, err
 	}
-	r.State = State(state)
-	if r.LockToken, err = getS(item, attrLock); err != nil {
+	if r.LockToken, err = getLock(item); err != nil {
 		return nil, err
 	}
-	lockExp, err := getN(item, attrLockExp)
-	if err != nil {
-		return nil, err
+	if _, ok := item[attrLockExp]; ok || r.State == StateInProgress {
+		lockExp, err := getN(item, attrLockExp)
+		if err != nil {
+			return nil, err
+		}
+		r.LockExpires = time.UnixMilli(lockExp)
 	}
-	r.LockExpires = time.UnixMilli(lockExp)
 	created, err := getN(item, attrCreated)
 	if err != nil {
 		return nil, err
@@ -439,18 +650,14 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 			return nil, err
 		}
 	}
-	switch r.State {
-	case StateInProgress:
+	if r.State == StateInProgress {
 		return &r, nil
-	case StateCompleted:
-	default:
-		return nil, &RecordError{Attr: attrState, Reason: "unknown state"}
 	}
 	done, err := getN(item, attrDone)
 	if err != nil {
 		return nil, err
 	}
-	r.Completed = time.UnixMilli(done)
+	r.Completed = time.UnixMilli(created + done)
 	resp, err := decodeResponse(item)
 	if err != nil {
 		return nil, err
@@ -482,7 +689,7 @@ func checkResponse(resp Response) error {
 
 // pastItem reports whether item's expiry attributes, read alone, say that
 // the record is no longer live (see liveAt): exp before now's second, and
-// for a record in progress its lock_exp before now's millisecond. A claim
+// for a record in progress its lock expiry before now's millisecond. A claim
 // overwrites such an item whatever the rest of it holds, so a read treats
 // it as absent without decoding the rest. Unreadable expiry attributes
 // report false, for the decoder to name them.
@@ -491,11 +698,11 @@ func (l *layout) pastItem(item map[string]types.AttributeValue, now time.Time) b
 	if err != nil || exp >= now.Unix() {
 		return false
 	}
-	state, err := getS(item, attrState)
+	state, err := getState(item)
 	if err != nil {
 		return false
 	}
-	if state != string(StateInProgress) {
+	if state != StateInProgress {
 		return true
 	}
 	lockExp, err := getN(item, attrLockExp)
@@ -511,29 +718,13 @@ func decodeResponse(item map[string]types.AttributeValue) (*Response, error) {
 		return nil, &RecordError{Attr: attrStatus, Reason: "not an HTTP status"}
 	}
 	resp := &Response{Status: int(status)}
-	if v, ok := item[attrHeader]; ok {
-		m, ok := v.(*types.AttributeValueMemberM)
-		if !ok {
-			return nil, &RecordError{Attr: attrHeader, Reason: "not a map"}
+	if _, ok := item[attrHeader]; ok {
+		block, err := getB(item, attrHeader)
+		if err != nil {
+			return nil, err
 		}
-		resp.Header = make(http.Header, len(m.Value))
-		for name, lv := range m.Value {
-			l, ok := lv.(*types.AttributeValueMemberL)
-			if !ok {
-				return nil, &RecordError{Attr: attrHeader, Reason: "header " + strconv.Quote(name) + " is not a list"}
-			}
-			values := make([]string, len(l.Value))
-			for i, e := range l.Value {
-				switch v := e.(type) {
-				case *types.AttributeValueMemberS:
-					values[i] = v.Value
-				case *types.AttributeValueMemberB:
-					values[i] = string(v.Value)
-				default:
-					return nil, &RecordError{Attr: attrHeader, Reason: "header value is neither a string nor a binary"}
-				}
-			}
-			resp.Header[name] = values
+		if resp.Header, err = decodeHeader(block); err != nil {
+			return nil, err
 		}
 	}
 	if _, ok := item[attrBody]; ok {

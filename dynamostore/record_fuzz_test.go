@@ -3,6 +3,8 @@ package dynamostore
 import (
 	"bytes"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,8 +39,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		Response: &Response{Status: 201, Header: http.Header{"A": {"b"}}, Body: bytes.Repeat([]byte("x"), 3000)},
 	}, 1024, maxItemBytes)
 	gz := valid[attrBody].(*types.AttributeValueMemberB).Value
-	f.Add(uint32(0xFFFFFFFF), "1:sk", "1", string(bytes.Repeat([]byte{1}, 32)), "completed", "5", "201", string(gz), "gzip", "A", "b")
-	f.Add(uint32(0x5A5A5A5A), "0:k", "1", "", "in_progress", "x", "99", "", "br", "", "")
+	f.Add(uint32(0xFFFFFFFF), "1:sk", "2", string(bytes.Repeat([]byte{1}, 16)), "c", "5", "201", string(gz), "gzip", "\x00\x01A\x01b", "\x01")
+	f.Add(uint32(0x5A5A5A5A), "0:k", "2", "", "p", "x", "99", "", "br", "", "")
 	f.Fuzz(func(t *testing.T, mask uint32, pk, v, fp, state, num, status, body, enc, hname, hval string) {
 		item := map[string]types.AttributeValue{}
 		set := func(name string, av types.AttributeValue) {
@@ -62,9 +64,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		set(attrEnc, fuzzValue(mask, 22, enc))
 		set(attrOmitted, fuzzValue(mask, 24, num))
 		if (mask>>26)&1 == 1 {
-			item[attrHeader] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-				hname: &types.AttributeValueMemberL{Value: []types.AttributeValue{fuzzValue(mask, 28, hval)}},
-			}}
+			// A header block: hname and hval are its bytes.
+			set(attrHeader, fuzzValue(mask, 28, hname+hval))
 		}
 		rec, err := defaultLayout.decode(item)
 		if err != nil {
@@ -73,7 +74,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if len(rec.Fingerprint) != FingerprintSize || rec.Key == "" {
+		if len(rec.Fingerprint) != StoredFingerprintSize || rec.Key == "" {
 			t.Fatalf("decoded an invalid record: %+v", rec)
 		}
 		switch rec.State {
@@ -108,6 +109,44 @@ func TestCompletedRecordRoundTrips(t *testing.T) {
 		!bytes.Equal(out.Response.Body, in.Response.Body) || out.Response.Header.Get("Location") != "/p/1" ||
 		len(out.Response.Header["Vary"]) != 2 {
 		t.Fatalf("round trip changed the record:\n in: %+v\nout: %+v", in, out)
+	}
+}
+
+// The header block keeps every stored header as it was: common lines and
+// others, several values of one name in their order, empty and non-UTF-8
+// values, names as given; and leaves out the headers that are not stored.
+func TestHeaderBlockRoundTrips(t *testing.T) {
+	in := http.Header{
+		"Content-Type":           {"application/json"},
+		"X-Content-Type-Options": {"nosniff"},
+		"Vary":                   {"b", "a", "Content-Type: application/json"},
+		"Cache-Control":          {"no-store", "private"},
+		"X-Empty":                {""},
+		"X-Bytes":                {"\xff\x00\x01"},
+		"x-lower":                {strings.Repeat("v", 300)},
+	}
+	stored := in.Clone()
+	in["Set-Cookie"] = []string{"s=1"}
+	in["Date"] = []string{"now"}
+	in["X-None"] = []string{}
+	block := encodeHeader(in)
+	out, err := decodeHeader(block.(*types.AttributeValueMemberB).Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stored, out) {
+		t.Fatalf("round trip changed the headers:\n in: %q\nout: %q", stored, out)
+	}
+	if b := encodeHeader(http.Header{"Content-Type": {"application/json"}}).(*types.AttributeValueMemberB).Value; !bytes.Equal(b, []byte{1}) {
+		t.Fatalf("a JSON response's header block is %q, want one byte", b)
+	}
+	if encodeHeader(http.Header{"Date": {"now"}}) != nil || encodeHeader(nil) != nil {
+		t.Fatal("a block of no stored header was written")
+	}
+	for _, bad := range [][]byte{{0}, {0, 5, 'a'}, {0, 1, 'a', 2, 'b'}, {200}, {0, 0x80}, {}} {
+		if _, err := decodeHeader(bad); err == nil {
+			t.Errorf("decodeHeader(%q) accepted", bad)
+		}
 	}
 }
 

@@ -106,6 +106,9 @@ var markerValue = &types.AttributeValueMemberS{Value: recordFormat}
 // calls share; the SDK only reads them.
 type layout struct {
 	keyschema.Schema
+	// indexed: records carry what the expiry index keys and projects
+	// (Options.ExpiryIndex).
+	indexed        bool
 	claimCondition string
 	claimNames     map[string]string
 }

@@ -47,7 +47,9 @@ func newSharedEnv(t *testing.T) *sharedEnv {
 }
 
 func (e *sharedEnv) store(optFns ...func(*dynamostore.Options)) *dynamostore.Store {
-	base := func(o *dynamostore.Options) { o.Now = e.clock.Now; o.Schema = sharedSchema }
+	base := func(o *dynamostore.Options) {
+		o.Now, o.Schema, o.ExpiryIndex = e.clock.Now, sharedSchema, e.mode == dynamostore.SweepIndex
+	}
 	return dynamostore.New(e.client, e.table, append([]func(*dynamostore.Options){base}, optFns...)...)
 }
 
@@ -170,7 +172,7 @@ func TestSharedTableRunsTheLifecycleWithThePaymentInTheSameTransaction(t *testin
 	// application's TTL attribute.
 	raw := e.item(t, map[string]types.AttributeValue{"PK": s("idemkey#8:tenant-aorder-1"), "SK": s("IDEMKEY")})
 	require.NotNil(t, raw)
-	assert.Equal(t, s("1"), raw["idemkey"])
+	assert.Equal(t, s("2"), raw["idemkey"])
 	assert.Equal(t, n(e.clock.Now().Add(dynamostore.DefaultLease+dynamostore.DefaultRetention).Unix()), raw["ttl"],
 		"the claim's lock end plus the retention, kept by the commit")
 	assert.NotContains(t, raw, "exp")
@@ -457,8 +459,8 @@ func TestKeySchemaValidationPanicsAtConstruction(t *testing.T) {
 		"ttl is the partition key": {dynamostore.KeySchema{PartitionKey: "PK", TTLAttribute: "PK", Prefix: "p"}, "key attribute"},
 		"ttl is the sort key":      {dynamostore.KeySchema{PartitionKey: "PK", SortKey: "SK", SortKeyValue: "x", TTLAttribute: "SK", Prefix: "p"}, "key attribute"},
 		"sort key is the pk":       {dynamostore.KeySchema{PartitionKey: "PK", SortKey: "PK", SortKeyValue: "x", Prefix: "p"}, "is the PartitionKey"},
-		"key named like a field":   {dynamostore.KeySchema{PartitionKey: "state", Prefix: "p"}, `"state"`},
-		"ttl named like a field":   {dynamostore.KeySchema{TTLAttribute: "lock_exp"}, `"lock_exp"`},
+		"key named like a field":   {dynamostore.KeySchema{PartitionKey: "s", Prefix: "p"}, `"s"`},
+		"ttl named like a field":   {dynamostore.KeySchema{TTLAttribute: "e"}, `"e"`},
 		"marker as a key":          {dynamostore.KeySchema{PartitionKey: "idemkey", Prefix: "p"}, `"idemkey"`},
 		"prefix too long":          {dynamostore.KeySchema{Prefix: strings.Repeat("p", 65)}, "more than 64"},
 	} {

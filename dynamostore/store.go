@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -90,6 +89,15 @@ type Options struct {
 	Region string
 	// Txn tunes the retries of transaction conflicts on Commit.
 	Txn txn.Options
+	// ExpiryIndex says that the table has the expiry index
+	// (EnsureExpiryIndex) and is swept in SweepIndex mode. Its records then
+	// carry ExpiryBucketAttribute, and a completed record keeps its claim's
+	// lock expiry, which the index projects, so that a commit leaves the
+	// record's index entry as its claim wrote it. Without it (the default)
+	// records carry neither, and are 21 bytes smaller: a Sweeper in
+	// SweepIndex mode never reads them, and DynamoDB's TTL must delete
+	// them. Every store writing to a table swept by index must set it.
+	ExpiryIndex bool
 	// Schema is where records live in the table (default: the dedicated
 	// key table's layout; see KeySchema). Every store, sweeper and tool
 	// over one table must use the same schema.
@@ -152,6 +160,7 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 		o.Now = time.Now
 	}
 	s.layout = newLayout(mustSchema("dynamostore: New", o.Schema))
+	s.layout.indexed = o.ExpiryIndex
 	o.Schema = KeySchema(s.layout.Schema)
 	return s
 }
@@ -228,7 +237,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 		lockExpires := now.Add(lease)
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
-			Fingerprint: req.Fingerprint, State: StateInProgress, LockToken: token,
+			Fingerprint: storedFingerprint(req.Fingerprint), State: StateInProgress, LockToken: token,
 			LockExpires: lockExpires, Created: now, Expires: s.inProgressExpiry(lockExpires),
 			Region: s.opts.Region,
 		}
@@ -262,7 +271,7 @@ func (s *Store) commitExpiry(claimed, at time.Time) time.Time {
 // stands in the way. A fresh random token identifies this call's writes.
 func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 	build func(now time.Time, token string) (*Record, map[string]types.AttributeValue)) (*Claim, error) {
-	token := rand.Text()
+	token := newLockToken()
 	for range claimAttempts {
 		now := s.opts.Now()
 		rec, item := build(now, token)
@@ -305,9 +314,6 @@ func acquired(rec *Record) *Claim {
 // also require the marker attribute, so a claim never replaces an item of
 // the application's.
 const claimCondition = "attribute_not_exists(#pk) OR (#state = :in_progress AND #lock_exp < :now_ms) OR (#exp < :now_s AND NOT (#state = :in_progress))"
-
-// fenceNames is shared by every call; the SDK only reads it.
-var inProgressValue = attrS(string(StateInProgress))
 
 func claimValues(now time.Time) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
@@ -362,7 +368,7 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 		r := resp
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
-			Fingerprint: req.Fingerprint, State: StateCompleted, LockToken: token,
+			Fingerprint: storedFingerprint(req.Fingerprint), State: StateCompleted, LockToken: token,
 			LockExpires: now, Created: now, Completed: now, Expires: wholeSecond(now.Add(s.opts.Retention)),
 			Region: s.opts.Region, Response: &r,
 		}
@@ -378,24 +384,13 @@ func decide(old *Record, req Request, token string) Outcome {
 	switch {
 	case old.LockToken == token:
 		return Acquired
-	case !equalBytes(old.Fingerprint, req.Fingerprint):
+	case !old.MatchesFingerprint(req.Fingerprint):
 		return Mismatch
 	case old.State == StateInProgress:
 		return InFlight
 	default:
 		return Replay
 	}
-}
-
-func equalBytes(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	var v byte
-	for i := range a {
-		v |= a[i] ^ b[i]
-	}
-	return v == 0
 }
 
 func validate(req Request) error {
@@ -410,8 +405,9 @@ func validate(req Request) error {
 		return fmt.Errorf("%w: method longer than %d bytes", ErrInvalidRequest, MaxMethodBytes)
 	case len(req.Path) > MaxPathBytes:
 		return fmt.Errorf("%w: path longer than %d bytes", ErrInvalidRequest, MaxPathBytes)
-	case len(req.Fingerprint) != FingerprintSize:
-		return fmt.Errorf("%w: fingerprint is %d bytes, want %d", ErrInvalidRequest, len(req.Fingerprint), FingerprintSize)
+	case len(req.Fingerprint) != FingerprintSize && len(req.Fingerprint) != StoredFingerprintSize:
+		return fmt.Errorf("%w: fingerprint is %d bytes, want %d (or the %d a Record holds)",
+			ErrInvalidRequest, len(req.Fingerprint), FingerprintSize, StoredFingerprintSize)
 	}
 	return checkUTF8(req.Scope, req.Key)
 }
@@ -473,7 +469,7 @@ var fenceNames = map[string]string{"#lock": attrLock, "#state": attrState}
 
 func fenceValues(c *Claim) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
-		":lock":        attrS(c.Record.LockToken),
+		":lock":        lockValue(c.Record.LockToken),
 		":in_progress": inProgressValue,
 	}
 }

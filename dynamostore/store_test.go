@@ -54,7 +54,7 @@ func (e *env) store(client dynamostore.Client, optFns ...func(*dynamostore.Optio
 	if client == nil {
 		client = e.client
 	}
-	return dynamostore.New(client, e.table, append([]func(*dynamostore.Options){func(o *dynamostore.Options) { o.Now = e.clock.Now }}, optFns...)...)
+	return dynamostore.New(client, e.table, append([]func(*dynamostore.Options){func(o *dynamostore.Options) { o.Now, o.ExpiryIndex = e.clock.Now, e.indexed() }}, optFns...)...)
 }
 
 // losingAnswers returns a client of the env's endpoint that loses the

@@ -598,15 +598,15 @@ func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields
 	if f.pk, f.exp, f.created, f.region, ok = l.sweepKeyFields(item); !ok {
 		return f, false
 	}
-	state, err := getS(item, attrState)
+	state, err := getState(item)
 	if err != nil {
 		return f, false
 	}
-	switch State(state) {
+	switch state {
 	case StateCompleted:
 	case StateInProgress:
 		f.inProgress = true
-		if f.lock, err = getS(item, attrLock); err != nil {
+		if f.lock, err = getLock(item); err != nil {
 			return f, false
 		}
 		if f.lockExp, err = getN(item, attrLockExp); err != nil {
@@ -692,8 +692,8 @@ func (l *layout) evictInput(table, pk string, now time.Time) *dynamodb.DeleteIte
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now_s":       attrN(now.Unix()),
 			":now_ms":      attrN(now.UnixMilli()),
-			":in_progress": attrS(string(StateInProgress)),
-			":completed":   attrS(string(StateCompleted)),
+			":in_progress": inProgressValue,
+			":completed":   completedValue,
 		},
 	})
 }
@@ -722,8 +722,8 @@ func (l *layout) reclaimInput(table, pk, lock string, now time.Time) *dynamodb.D
 		ConditionExpression:      aws.String("#state = :in_progress AND #lock = :lock AND #lock_exp < :now_ms"),
 		ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock, "#lock_exp": attrLockExp},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":in_progress": attrS(string(StateInProgress)),
-			":lock":        attrS(lock),
+			":in_progress": inProgressValue,
+			":lock":        lockValue(lock),
 			":now_ms":      attrN(now.UnixMilli()),
 		},
 	})

@@ -2,6 +2,8 @@ package dynamostore_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"testing"
@@ -60,13 +62,20 @@ func seed(t testing.TB, client *dynamodb.Client, table string, now time.Time, n 
 	return s
 }
 
+// seedLock returns the lock token of seeded record i, in the form of the
+// tokens a Store draws (8 bytes in base64url), so that its conditions
+// compare it with theirs.
+func seedLock(i int) string {
+	return base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint64(nil, uint64(i)))
+}
+
 // add returns record i of the given kind, as seed describes it, and
 // counts it in the truth.
 func (s *seeded) add(i, kind int) *dynamostore.Record {
 	now := s.now
 	at := time.Duration(i) * time.Second
 	rec := &dynamostore.Record{Scope: seedScope, Key: seedKey(i), Method: "POST", Path: "/payments",
-		Fingerprint: fp(seedKey(i)), LockToken: fmt.Sprintf("lock-%d", i), State: dynamostore.StateInProgress}
+		Fingerprint: fp(seedKey(i)), LockToken: seedLock(i), State: dynamostore.StateInProgress}
 	switch kind {
 	case liveCompleted:
 		rec.Created = now.Add(-time.Hour - at)

@@ -66,8 +66,9 @@ func ExampleSweeper() {
 // the in-progress records, the completed ones whose retention passed, and
 // per shard the completed record that expires next, so that its cost
 // follows what expired, not the size of the table. EnsureExpiryIndex
-// adds the index to an existing key table once; every Store writes the
-// attribute it is keyed on.
+// adds the index to an existing key table once; every Store over the
+// table sets Options.ExpiryIndex, so that its records carry the attribute
+// the index is keyed on.
 func ExampleEnsureExpiryIndex() {
 	ctx := context.Background()
 	ep, err := localstack.Start(ctx)
@@ -86,7 +87,9 @@ func ExampleEnsureExpiryIndex() {
 
 	now := time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	store := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) { o.Now, o.Retention = clock, time.Hour })
+	store := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) {
+		o.Now, o.Retention, o.ExpiryIndex = clock, time.Hour, true
+	})
 	claim := func(key string) *dynamostore.Claim {
 		sum := sha256.Sum256([]byte(key))
 		c, err := store.Claim(ctx, dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})

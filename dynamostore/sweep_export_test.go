@@ -7,15 +7,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// SweepTestItem returns the item a Store writes for rec: encoded by the
-// store's own encoders, so that tests can seed thousands of records with
-// BatchWriteItem instead of one claim each. A completed record needs
-// rec.Response.
+// SweepTestItem returns the item a Store with Options.ExpiryIndex writes
+// for rec: encoded by the store's own encoders, so that tests can seed
+// thousands of records with BatchWriteItem instead of one claim each, for
+// sweeps of either mode. A completed record needs rec.Response.
 func SweepTestItem(rec *Record) map[string]types.AttributeValue {
+	l := *defaultLayout
+	l.indexed = true
 	if rec.State == StateCompleted {
-		return defaultLayout.encodeCompleted(rec, DefaultCompressAbove, maxItemBytes)
+		return l.encodeCompleted(rec, DefaultCompressAbove, maxItemBytes)
 	}
-	return defaultLayout.baseItem(rec)
+	return l.baseItem(rec)
 }
 
 // SweepKeyHash is the hash by which sweep logs name a record.

@@ -90,8 +90,8 @@ func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...fun
 			ConditionExpression:      aws.String("#state = :state AND #lock = :lock"),
 			ExpressionAttributeNames: map[string]string{"#state": attrState, "#lock": attrLock},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":state": attrS(string(rec.State)),
-				":lock":  attrS(rec.LockToken),
+				":state": stateValue(rec.State),
+				":lock":  lockValue(rec.LockToken),
 			},
 		}
 	}

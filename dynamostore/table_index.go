@@ -22,7 +22,8 @@ import (
 // global secondary index named ExpiryIndexName, partition key
 // ExpiryBucketAttribute (String), sort key the schema's TTLAttribute
 // (Number), projecting besides the keys only attributes that no write
-// after a claim changes (INCLUDE: "created", "lock_exp", "region" and "idemkey"). On
+// after a claim changes (INCLUDE: "c", "e", "g" and "idemkey": the claim
+// time, the lock's expiry, the region and the marker). On
 // a table with provisioned capacity the index gets the table's read and
 // write capacity; on an on-demand table it is on-demand.
 //
@@ -42,10 +43,9 @@ import (
 // backfill it, which on a large table takes minutes to hours; the wait
 // then ends with an error saying the index is still CREATING, and a later
 // call (or the Sweeper, which refuses an index that is neither ACTIVE nor
-// UPDATING) takes
-// it from there. Records written before this version of the package have
-// no ExpiryBucketAttribute and are not in the index: DynamoDB's TTL
-// deletes them.
+// UPDATING) takes it from there. Records written by a store without
+// Options.ExpiryIndex have no ExpiryBucketAttribute and are not in the
+// index: DynamoDB's TTL deletes them.
 //
 // What the index costs: a write of a record that puts, changes or
 // removes its index entry writes the index too, one write unit per entry

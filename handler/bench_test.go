@@ -36,7 +36,7 @@ func (a *answered) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...fu
 	if a.replay && a.last != nil {
 		return nil, &types.ConditionalCheckFailedException{Item: a.last}
 	}
-	if s, ok := in.Item["state"].(*types.AttributeValueMemberS); ok && s.Value == string(dynamostore.StateCompleted) {
+	if s, ok := in.Item["s"].(*types.AttributeValueMemberS); ok && s.Value == "c" { // a completed record
 		a.last = in.Item
 	}
 	return &dynamodb.PutItemOutput{}, nil

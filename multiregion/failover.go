@@ -2,7 +2,6 @@ package multiregion
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -206,7 +205,7 @@ func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []
 // whose lock ran out: its owner died, and it decides nothing.
 func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time) (dynamostore.Outcome, bool) {
 	switch {
-	case subtle.ConstantTimeCompare(rec.Fingerprint, req.Fingerprint) != 1:
+	case !rec.MatchesFingerprint(req.Fingerprint):
 		return dynamostore.Mismatch, true
 	case rec.State == dynamostore.StateCompleted && rec.Response != nil:
 		return dynamostore.Replay, true

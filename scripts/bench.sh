@@ -8,6 +8,8 @@
 #   middleware_overhead replay_cached_ns=<n> first_ns=<n> allocs_first=<n>
 #   latency case=<floor|claim_first|one_trip|replay|replay_cached> p50_rtt=<x> p99_rtt=<y>
 #   capacity mode=<claim_first|one_trip|separate_writes> outcome=<...> wcu=<x> rcu=<y>
+#   record bytes_in_progress=<n> bytes_completed=<n> response=200 key=16
+#   record wcu_commit response=<600|900> wcu=<x> powertools_units=<y>
 #   emulator transact_vs_put=<ratio>
 #   load guarded_vs_unguarded=<ratio>
 #   sweep mode=<scan|index> records=<n> expired=<n> read_units=<x> write_units=<y>
@@ -16,7 +18,11 @@
 # LATENCY_N requests per case (default 800) over the embedded emulator
 # behind a 4 ms ± 1 ms seeded per-call latency; *_rtt is end-to-end
 # latency over the configured 4 ms. capacity: TestCapacityPerOutcome
-# (internal/capacity), units computed from the exact requests.
+# (internal/capacity), units computed from the exact requests. record:
+# TestRecordBytesStayWithinPowertools (internal/capacity), the key record's
+# sizes as stored, by DynamoDB's item-size rules, and the write units its
+# commit's transaction charges for it (powertools_units: Powertools'
+# record of the same response, written alone).
 #
 #   scripts/bench.sh            # COUNT=6 runs of each benchmark, and a 10 s load run
 #   COUNT=10 LOAD_DURATION=30s scripts/bench.sh
@@ -55,6 +61,9 @@ go test -run '^$' -bench '^BenchmarkLatency$' -benchtime "${LATENCY_N:-800}x" -c
 echo "== capacity units per outcome (asserted by the test)" >&2
 go test -count=1 -run '^TestCapacityPerOutcome$' -v ./internal/capacity >"$out/capacity.txt"
 
+echo "== key record bytes and the commit's write units (asserted by the test)" >&2
+go test -count=1 -run '^TestRecordBytesStayWithinPowertools$' -v ./internal/capacity >"$out/record.txt"
+
 echo "== eviction at scale: one full sweep, scan vs index mode, 2k/20k/200k records (asserted by the test)" >&2
 go test -count=1 -timeout 30m -run '^TestSweepCapacityScanVsIndex$' -v ./internal/sweepbench >"$out/sweep-capacity.txt"
 
@@ -92,6 +101,7 @@ awk '/^BenchmarkLatency\// {
 		printf "latency case=%s p50_rtt=%.3f p99_rtt=%.3f\n", n, p50, p99
 	}' "$out/latency.txt"
 grep '^capacity ' "$out/capacity.txt"
+grep '^record ' "$out/record.txt"
 
 grep -E '^emulator transact_vs_put=|^load guarded_vs_unguarded=' "$out/load.txt"
 grep '^sweep mode=' "$out/sweep-capacity.txt"

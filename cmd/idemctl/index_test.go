@@ -16,9 +16,11 @@ import (
 func TestSweepInIndexModeNeedsTheIndexThatCreateTableIndexCreates(t *testing.T) {
 	ep, table := createdTable(t)
 	now := time.Now()
-	claim(t, ep, table, "old", now.Add(-3*time.Hour), time.Minute, time.Hour, true)
-	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false)
-	claim(t, ep, table, "live", now, time.Minute, time.Hour, true)
+	// The writers of a table swept by index say so.
+	indexed := func(o *dynamostore.Options) { o.ExpiryIndex = true }
+	claim(t, ep, table, "old", now.Add(-3*time.Hour), time.Minute, time.Hour, true, indexed)
+	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false, indexed)
+	claim(t, ep, table, "live", now, time.Minute, time.Hour, true, indexed)
 
 	r := idemctl("sweep", "-table", table, "-mode", "index")
 	require.Equal(t, exitFail, r.code, "a table without the expiry index is refused in index mode")

@@ -45,6 +45,9 @@ type fixture struct {
 	clock  *ddbtest.Clock
 	stdout bytes.Buffer
 	logs   bytes.Buffer
+	// indexed: the table has the expiry index, and claim writes records
+	// as its writers do (dynamostore.Options.ExpiryIndex).
+	indexed bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -60,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 func (fx *fixture) claim(t *testing.T, key string, at time.Time, lease, retention time.Duration, complete bool) {
 	t.Helper()
 	s := dynamostore.New(fx.ep.Client, fx.table, func(o *dynamostore.Options) {
-		o.Now, o.Lease, o.Retention = func() time.Time { return at }, lease, retention
+		o.Now, o.Lease, o.Retention, o.ExpiryIndex = func() time.Time { return at }, lease, retention, fx.indexed
 	})
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})

@@ -165,6 +165,7 @@ func TestTemplateGrantsPutItemOnTheCursorAndQueryOnTheIndexOnly(t *testing.T) {
 	for _, region := range []string{"", "eu-west-1"} {
 		fx := newFixture(t)
 		require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), fx.ep.Client, fx.table, dynamostore.KeySchema{}, 0))
+		fx.indexed = true
 		fx.seed(t)
 		rc := &cursorWrites{SweepClient: &slowQueries{SweepClient: fx.ep.Client, clock: fx.clock, step: 10 * time.Second}}
 		f := fx.function(rc, settings{Mode: dynamostore.SweepIndex, Segments: 1, PageSize: 5, Margin: 5 * time.Second, Region: region})

@@ -66,6 +66,7 @@ func TestASmallRateStillLimitsTheSweep(t *testing.T) {
 func TestIndexModeTemplateGrantsExactlyTheCallsItMakes(t *testing.T) {
 	fx := limitsFixture(t)
 	require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), fx.ep.Client, fx.table, dynamostore.KeySchema{}, 0))
+	fx.indexed = true
 	fx.seed(t)
 	perms := ddbtest.NewPermissions()
 	client := &slowQueries{SweepClient: fx.ep.NewClient(perms.Install), clock: fx.clock, step: 30 * time.Second}

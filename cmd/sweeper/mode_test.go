@@ -36,6 +36,7 @@ func TestSweepModeComesFromSweepModeAndAnyOtherValueRefusesToStart(t *testing.T)
 func TestIndexModeInvocationSweepsWithTheCallsTheTemplateGrantsInIndexMode(t *testing.T) {
 	fx := newFixture(t)
 	require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), fx.ep.Client, fx.table, dynamostore.KeySchema{}, 0))
+	fx.indexed = true
 	expired, stuck, _ := fx.seed(t)
 	perms := ddbtest.NewPermissions()
 	f := fx.function(fx.ep.NewClient(perms.Install), settings{Mode: dynamostore.SweepIndex})

@@ -110,7 +110,7 @@ func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
 		if err != nil || len(out.Items) != 1 {
 			return false
 		}
-		n, ok := out.Items[0]["lock_exp"].(*types.AttributeValueMemberN)
+		n, ok := out.Items[0]["e"].(*types.AttributeValueMemberN) // the lock's expiry
 		if !ok {
 			return false
 		}

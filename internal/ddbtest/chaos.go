@@ -90,11 +90,13 @@ func PositionOf(target string, body []byte) Position {
 	op := target[strings.LastIndexByte(target, '.')+1:]
 	switch op {
 	case "PutItem":
-		if bytes.Contains(body, []byte(`"state":{"S":"in_progress"}`)) {
-			return Claim
-		}
-		if bytes.Contains(body, []byte(`"state":{"S":"completed"}`)) {
+		// The key record's state attribute: "s", "p" in progress, "c"
+		// completed.
+		if bytes.Contains(body, []byte(`"s":{"S":"c"}`)) {
 			return Commit
+		}
+		if bytes.Contains(body, []byte(`"s":{"S":"p"}`)) {
+			return Claim
 		}
 	case "TransactWriteItems":
 		return Commit

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,6 +112,10 @@ func TestSweepModeIndexGivesTheKeyTableTheExpiryIndexAndTheSweeperItsMode(t *tes
 		env, err := tpl.Environment(p, "SweeperFunction")
 		require.NoError(t, err, mode)
 		assert.Equal(t, mode, env["SWEEP_MODE"])
+		api, err := tpl.Environment(p, "PaymentsFunction")
+		require.NoError(t, err, mode)
+		assert.Equal(t, fmt.Sprint(indexed), api["EXPIRY_INDEX"],
+			"the API's records carry what the index needs exactly when the sweeper reads it (dynamostore.Options.ExpiryIndex)")
 		granted, err := tpl.ActionsFor("SweeperFunction", p)
 		require.NoError(t, err)
 		if !indexed {
@@ -129,7 +134,7 @@ func TestSweepModeIndexGivesTheKeyTableTheExpiryIndexAndTheSweeperItsMode(t *tes
 		}, gsi["KeySchema"])
 		// The projection dynamostore.EnsureExpiryIndex creates and
 		// requires: only attributes that no commit changes.
-		assert.Equal(t, map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"created", "lock_exp", "region", "idemkey"}},
+		assert.Equal(t, map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": []any{"c", "e", "g", "idemkey"}},
 			gsi["Projection"])
 		defs, err := tpl.Property(p, "KeyTable", "Properties", "AttributeDefinitions")
 		require.NoError(t, err)

@@ -165,10 +165,12 @@ func errorCode(body []byte) string {
 	return " " + e.Type[strings.LastIndexByte(e.Type, '#')+1:]
 }
 
-// attr is one DynamoDB JSON attribute value (only S and N are read).
+// attr is one DynamoDB JSON attribute value (only S, N and B are read;
+// B as its base64 text).
 type attr struct {
 	S *string `json:"S,omitempty"`
 	N *string `json:"N,omitempty"`
+	B *string `json:"B,omitempty"`
 }
 
 type jitem map[string]attr
@@ -178,6 +180,15 @@ func (it jitem) s(name string) string {
 		return *v.S
 	}
 	return ""
+}
+
+// sb returns a String's value or a Binary's base64 text: a lock token,
+// which a record stores either way.
+func (it jitem) sb(name string) string {
+	if v, ok := it[name]; ok && v.B != nil {
+		return *v.B
+	}
+	return it.s(name)
 }
 
 func (it jitem) n(name string) int64 {
@@ -204,7 +215,10 @@ func keyStateOf(it jitem) *keyState {
 	if it == nil || it.s("pk") == "" {
 		return nil
 	}
-	return &keyState{pk: it.s("pk"), state: it.s("state"), lock: it.s("lock"), lockExpMs: it.n("lock_exp"), expS: it.n("exp")}
+	// The record's attributes (dynamostore's doc): s the state ("p" in
+	// progress, "c" completed), l the lock token, e the lock's expiry.
+	state := map[string]string{"p": "in_progress", "c": "completed"}[it.s("s")]
+	return &keyState{pk: it.s("pk"), state: state, lock: it.sb("l"), lockExpMs: it.n("e"), expS: it.n("exp")}
 }
 
 // keyWrite is a write to the key table, as requested.
@@ -265,7 +279,7 @@ func parseKeyWrite(op string, body []byte) *keyWrite {
 		if json.Unmarshal(body, &p) != nil || p.TableName != keyTable {
 			return nil
 		}
-		return &keyWrite{op: op, pk: p.Key.s("pk"), delLock: p.Values.s(":lock")}
+		return &keyWrite{op: op, pk: p.Key.s("pk"), delLock: p.Values.sb(":lock")}
 	case "TransactWriteItems":
 		var t struct {
 			TransactItems []struct {

@@ -51,18 +51,21 @@ type fixture struct {
 	special []map[string]types.AttributeValue
 	removed map[string]bool // partition keys the sweep must remove
 	live    map[string]types.AttributeValue
+	indexed bool // written as for a table swept by index
 }
 
 // writeFixture writes the records with a Store on a scratch table and
-// reads them back.
-func writeFixture(t *testing.T, ep *localstack.Endpoint) *fixture {
+// reads them back: as its writers write them on a table swept in mode
+// (Options.ExpiryIndex in SweepIndex mode).
+func writeFixture(t *testing.T, ep *localstack.Endpoint, mode dynamostore.SweepMode) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	table := localstack.TableName("fixture")
 	require.NoError(t, dynamostore.EnsureTable(ctx, ep.Client, table, 0))
 	ddbtest.DeleteOnCleanup(t, ep.Client, table)
 	clock := ddbtest.NewClock(t0)
-	store := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) { o.Now = clock.Now })
+	indexed := mode == dynamostore.SweepIndex
+	store := dynamostore.New(ep.Client, table, func(o *dynamostore.Options) { o.Now, o.ExpiryIndex = clock.Now, indexed })
 	body := []byte(`{"id":"pay_01J9Z3K4M5N6P7Q8R9S0T1V2W3","amount":1250,"currency":"EUR","status":"succeeded","created":"2026-12-01T14:00:00Z"}`)
 	claim := func(key string, complete bool) {
 		req := dynamostore.Request{Scope: scope, Key: key, Method: "POST", Path: "/payments", Fingerprint: make([]byte, 32)}
@@ -87,7 +90,7 @@ func writeFixture(t *testing.T, ep *localstack.Endpoint) *fixture {
 		claim(fmt.Sprintf("in-flight-%04d", i), false)
 	}
 
-	f := &fixture{removed: map[string]bool{}}
+	f := &fixture{removed: map[string]bool{}, indexed: indexed}
 	in := &dynamodb.ScanInput{TableName: &table}
 	for {
 		out, err := ep.Client.Scan(ctx, in)
@@ -116,15 +119,17 @@ func writeFixture(t *testing.T, ep *localstack.Endpoint) *fixture {
 }
 
 // fillers returns the overrides of n - len(special) copies of the live
-// record: each its own key and the expiry bucket of that key.
+// record: each its own key and, written for an index, the expiry bucket
+// of that key.
 func (f *fixture) fillers(n int) []map[string]types.AttributeValue {
 	out := make([]map[string]types.AttributeValue, 0, n-len(f.special))
 	for i := 0; len(out) < n-len(f.special); i++ {
 		pk := keyschema.PartitionKey(scope, fmt.Sprintf("live-%07d", i))
-		out = append(out, map[string]types.AttributeValue{
-			"pk":                              &types.AttributeValueMemberS{Value: pk},
-			dynamostore.ExpiryBucketAttribute: &types.AttributeValueMemberS{Value: dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk)},
-		})
+		filler := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}
+		if f.indexed {
+			filler[dynamostore.ExpiryBucketAttribute] = &types.AttributeValueMemberS{Value: dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk)}
+		}
+		out = append(out, filler)
 	}
 	return out
 }
@@ -187,9 +192,9 @@ func sweepOnce(t *testing.T, ep *localstack.Endpoint, f *fixture, n int, mode dy
 func TestSweepCapacityScanVsIndex(t *testing.T) {
 	start := time.Now()
 	ep := localstack.ForTest(t, func(o *localstack.Options) { o.Embedded = true })
-	f := writeFixture(t, ep)
 	runs := map[dynamostore.SweepMode][]run{}
 	for _, mode := range []dynamostore.SweepMode{dynamostore.SweepScan, dynamostore.SweepIndex} {
+		f := writeFixture(t, ep, mode)
 		for _, n := range sizes {
 			runs[mode] = append(runs[mode], sweepOnce(t, ep, f, n, mode))
 		}
@@ -241,7 +246,7 @@ func requestWriteCosts(t *testing.T, ep *localstack.Endpoint) []requestCost {
 	m := &indexMeter{}
 	client := ep.NewClient(m.install)
 	clock := ddbtest.NewClock(t0)
-	store := dynamostore.New(client, table, func(o *dynamostore.Options) { o.Now = clock.Now })
+	store := dynamostore.New(client, table, func(o *dynamostore.Options) { o.Now, o.ExpiryIndex = clock.Now, true })
 	req := dynamostore.Request{Scope: scope, Key: "cost", Method: "POST", Path: "/payments", Fingerprint: make([]byte, 32)}
 	var out []requestCost
 	take := func(name string) {

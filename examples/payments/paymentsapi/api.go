@@ -98,6 +98,10 @@ type Config struct {
 	// (dynamostore.SweepOptions.Region, the template's WriterRegion)
 	// evicts them: such a sweeper leaves a record of no region alone.
 	Region string
+	// ExpiryIndex says that the key table has the expiry index and is
+	// swept by it (dynamostore.Options.ExpiryIndex, the template's
+	// SweepMode index): the key records then carry what the index needs.
+	ExpiryIndex bool
 	// Observer, when set, receives the Event of every guarded request
 	// next to the default log records (handler.LogObserver): an
 	// OpenTelemetry adapter, or Lambda's per-invocation metrics line.
@@ -151,6 +155,7 @@ func NewHandler(client Client, cfg Config) http.Handler {
 		o.Lease = cfg.Lease
 		o.Schema = schema
 		o.Region = cfg.Region
+		o.ExpiryIndex = cfg.ExpiryIndex
 	})
 	idem := handler.New(store, func(o *handler.Options) {
 		// The scope is the authenticated caller (authenticate runs first),

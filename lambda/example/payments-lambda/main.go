@@ -19,6 +19,9 @@
 //	WRITER_REGION  written on every key record (dynamostore.Options.Region),
 //	               so that the sweeper of that region (the template's
 //	               WriterRegion, which sets both) evicts them; default none
+//	EXPIRY_INDEX   "true": the key table has the expiry index and is swept
+//	               by it (dynamostore.Options.ExpiryIndex; the template's
+//	               SweepMode index sets it); default "false"
 //	CREATE_TABLES  "true": create both tables at start when they are
 //	               missing (key table with TTL on, both on-demand), for
 //	               runs on a laptop against an emulator; a deployed
@@ -133,6 +136,13 @@ func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
 	}
 	if len(cfg.Region) > dynamostore.MaxSweepRegionLen {
 		return cfg, fmt.Errorf("WRITER_REGION is %d bytes, more than %d: no sweeper of that region could evict its records", len(cfg.Region), dynamostore.MaxSweepRegionLen)
+	}
+	switch v := getenv("EXPIRY_INDEX"); v {
+	case "", "false":
+	case "true":
+		cfg.ExpiryIndex = true
+	default:
+		return cfg, fmt.Errorf("EXPIRY_INDEX=%q: must be \"true\" or \"false\"", v)
 	}
 	for name, d := range map[string]*time.Duration{"RETENTION": &cfg.Retention, "LEASE": &cfg.Lease, "LATENCY": &cfg.Latency} {
 		v := getenv(name)
