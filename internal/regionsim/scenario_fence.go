@@ -238,7 +238,11 @@ func (f *fenceSim) fleet() error {
 			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
 		})(f.stallable(f.mrecEffect(r))))
 		if !f.ttl {
-			f.sweeps = append(f.sweeps, regionSweeper(r, keysTable, f.now(r.Name)))
+			owns, err := router.SweepOwner(r.Name)
+			if err != nil {
+				return err
+			}
+			f.sweeps = append(f.sweeps, regionSweeper(r, keysTable, f.now(r.Name), owns))
 		}
 	}
 	return nil
