@@ -130,6 +130,20 @@ type SweepOptions struct {
 	// sweep with another Region (or none) rejects them, and each region
 	// keeps its cursor in its own item (Resume).
 	Region string
+	// Owns, when set (Region must be too), decides which key records this
+	// regional sweep may delete, in place of "the records Region wrote":
+	// it is called with each key record's scope and key, as stored, and
+	// the region that wrote it ("" for none), and reports whether this
+	// sweep may delete the record (mine) and, when not, whether no
+	// regional sweep may delete it now (orphan). A record that is not
+	// mine is left alone and counted as Foreign; an orphan also as
+	// Unowned and, once expired, toward EvictionLag. A delete is then
+	// conditioned on the region the record was read with instead of
+	// Region. It is called on the sweep's goroutines, possibly
+	// concurrently. multiregion's Store.SweepOwner returns one that
+	// follows the table's topology record, for a global table whose keys
+	// change home.
+	Owns func(ctx context.Context, scope, key, writer string) (mine, orphan bool)
 	// Schema is where key records live in the table: the Schema of the
 	// Stores that write them (default: the dedicated key table's layout).
 	// On a schema with a Prefix, an item is a key record only if its
@@ -181,6 +195,9 @@ func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions))
 	o := &s.opts
 	if err := checkSweepRegion(o.Region); err != nil {
 		panic(err.Error())
+	}
+	if o.Owns != nil && o.Region == "" {
+		panic("dynamostore: NewSweeper: Owns is set without Region; it decides a regional sweep's records")
 	}
 	switch o.Mode {
 	case "":
@@ -649,12 +666,11 @@ func (l *layout) sweepKeyFields(item map[string]types.AttributeValue) (pk string
 func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
 	l := r.s.layout
 	f, ok := l.sweepParse(item)
-	region := r.s.opts.Region
+	region := r.writer(f)
 	switch {
 	case !ok:
 		t.foreign++
-	case region != "" && f.region != region:
-		t.otherRegion(now, f)
+	case r.leaves(ctx, now, f, t):
 	case f.exp < now.Unix() && !(f.inProgress && f.lockExp >= now.UnixMilli()):
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
 		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))
@@ -666,12 +682,43 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// otherRegion counts a record that a sweep of another region than its own
-// leaves alone: foreign, and unowned when it has no region, which no
-// regional sweep deletes (its expiry is eviction lag).
-func (t *sweepTally) otherRegion(now time.Time, f sweepFields) {
+// leaves reports whether a regional sweep leaves the record f alone (see
+// SweepOptions.Region and Owns), and then counts it.
+func (r *sweepRun) leaves(ctx context.Context, now time.Time, f sweepFields, t *sweepTally) bool {
+	o := &r.s.opts
+	switch {
+	case o.Region == "":
+		return false
+	case o.Owns == nil:
+		if f.region == o.Region {
+			return false
+		}
+		t.otherRegion(now, f, f.region == "")
+		return true
+	}
+	scope, key, _ := r.s.layout.Parse(f.pk)
+	mine, orphan := o.Owns(ctx, scope, key, f.region)
+	if !mine {
+		t.otherRegion(now, f, orphan)
+	}
+	return !mine
+}
+
+// writer is the region a sweep's delete of f is conditioned on: the
+// sweep's Region, or with Owns the region f was read with.
+func (r *sweepRun) writer(f sweepFields) string {
+	if r.s.opts.Owns != nil {
+		return f.region
+	}
+	return r.s.opts.Region
+}
+
+// otherRegion counts a record that a regional sweep leaves alone:
+// foreign, and unowned when no regional sweep deletes it (its expiry is
+// eviction lag).
+func (t *sweepTally) otherRegion(now time.Time, f sweepFields, unowned bool) {
 	t.foreign++
-	if f.region == "" {
+	if unowned {
 		t.unowned++
 		if f.exp < now.Unix() {
 			t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))

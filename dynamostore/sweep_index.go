@@ -138,12 +138,11 @@ func (l *layout) indexParse(item map[string]types.AttributeValue) (f sweepFields
 func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
 	l := r.s.layout
 	f, ok := l.indexParse(item)
-	region := r.s.opts.Region
+	region := r.writer(f)
 	switch {
 	case !ok:
 		t.foreign++
-	case region != "" && f.region != region:
-		t.otherRegion(now, f)
+	case r.leaves(ctx, now, f, t):
 	case f.exp < now.Unix() && f.lockExp < now.UnixMilli():
 		t.lag = max(t.lag, now.Sub(time.Unix(f.exp, 0)))
 		r.remove(ctx, t, &t.evicted, "evict", f.pk, inRegion(l.evictInput(r.s.table, f.pk, now), region))

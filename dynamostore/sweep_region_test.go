@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,4 +129,58 @@ func testRegionalSweepCountsRecordsOfNoRegionAsUnownedLag(t *testing.T, e *env) 
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), r.Evicted, "b's record")
 	assert.Equal(t, int64(1), r.Unowned)
+}
+
+// With Owns, a regional sweep deletes the records the hook gives it,
+// whichever region wrote them (a key that changed home), leaves those it
+// does not, and counts those no region may delete as Unowned lag.
+func TestSweepWithOwnsDeletesWhatTheHookGivesItWhoeverWroteIt(t *testing.T) {
+	inModes(t, testSweepWithOwnsDeletesWhatTheHookGivesItWhoeverWroteIt)
+}
+
+func testSweepWithOwnsDeletesWhatTheHookGivesItWhoeverWroteIt(t *testing.T, e *env) {
+	ctx := context.Background()
+	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
+	a := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "a" })
+	b := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "b" })
+	for _, w := range []struct {
+		s   *dynamostore.Store
+		key string
+	}{{b, "rehomed-to-a"}, {a, "rehomed-to-b"}, {a, "changing"}} {
+		c, err := w.s.Claim(ctx, request(w.key, "x"))
+		require.NoError(t, err)
+		_, err = w.s.Commit(ctx, c, created, nil)
+		require.NoError(t, err)
+	}
+	e.clock.Advance(4 * time.Minute) // every record expired
+	var (
+		mu    sync.Mutex
+		asked []string
+	)
+	owns := func(_ context.Context, scope, key, writer string) (bool, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, scope+"/"+key+"@"+writer)
+		return key == "rehomed-to-a", key == "changing"
+	}
+	r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) {
+		o.Region = "a"
+		o.Owns = owns
+		o.Segments = 1
+	}).Sweep(ctx, "")
+	require.NoError(t, err)
+	checkIdentity(t, r)
+	assert.Equal(t, int64(1), r.Evicted, "the record b wrote of a key a homes now")
+	assert.Equal(t, int64(1), r.Unowned, "the record no region may delete now")
+	assert.Positive(t, r.EvictionLag)
+	assert.Subset(t, asked, []string{"tenant-a/rehomed-to-a@b", "tenant-a/rehomed-to-b@a", "tenant-a/changing@a"})
+
+	raw := e.store(nil, lease, func(o *dynamostore.Options) { o.Now = func() time.Time { return e.clock.Now().Add(-3 * time.Minute) } })
+	for key, want := range map[string]bool{"rehomed-to-a": true, "rehomed-to-b": false, "changing": false} {
+		_, err := raw.Get(ctx, "tenant-a", key)
+		assert.Equal(t, want, errors.Is(err, dynamostore.ErrNotFound), key)
+	}
+	assert.Panics(t, func() {
+		e.sweeper(e.client, func(o *dynamostore.SweepOptions) { o.Owns = owns })
+	}, "Owns without Region")
 }

@@ -85,11 +85,12 @@ type SweepReport struct {
 	// Foreign counts items that are not key records, and with
 	// SweepOptions.Region the records of other regions, left alone.
 	Foreign int64
-	// Unowned counts, among Foreign, the key records of no region that a
-	// sweep with SweepOptions.Region saw: written by a Store without
-	// Options.Region, they are deleted by no regional sweep, and an
-	// expired one counts toward EvictionLag. The summary log record is a
-	// warning when there is one: give that Store its region.
+	// Unowned counts, among Foreign, the key records that a sweep with
+	// SweepOptions.Region saw and that no regional sweep deletes: without
+	// Owns, the records of no region (written by a Store without
+	// Options.Region: give that Store its region); with Owns, those it
+	// calls orphans. An expired one counts toward EvictionLag. The
+	// summary log record is a warning when there is one.
 	Unowned int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen. In SweepIndex mode the

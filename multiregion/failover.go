@@ -112,7 +112,7 @@ func userClaim(c *dynamostore.Claim) *dynamostore.Claim {
 // checkScope refuses scopes that could collide with failover scopes or not
 // fit with the failover suffix (HomeRegion mode with failover).
 func (s *Store) checkScope(scope string) error {
-	if !s.opts.Failover {
+	if !s.fenced() {
 		return nil
 	}
 	if strings.IndexByte(scope, 0) >= 0 {
@@ -133,12 +133,15 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 	home := order[0]
 	c, err := home.store.Claim(ctx, req)
 	if err == nil {
-		if c.Outcome == dynamostore.Acquired && s.opts.Failover && len(order) > 1 {
-			others := make([]string, 0, len(order)-1)
-			for _, x := range order[1:] {
-				others = append(others, x.name)
+		if c.Outcome == dynamostore.Acquired && s.fenced() {
+			// Every region of the order, the home included: before a
+			// change of topology the home may have been a failover
+			// region of the key.
+			names := make([]string, 0, len(order))
+			for _, x := range order {
+				names = append(names, x.name)
 			}
-			return s.fenceCheck(ctx, req, home, others, c)
+			return s.fenceCheck(ctx, req, home, names, c)
 		}
 		return userClaim(c), nil
 	}
@@ -157,8 +160,9 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 			s.observe(Event{Kind: EventFailover, Scope: req.Scope, Key: req.Key, Home: home.name, Region: r.name, Err: err})
 			return fc, nil
 		}
-		if !unavailable(ctx, ferr) {
-			return nil, ferr
+		var closed *RegionError
+		if errors.As(ferr, &closed) || !unavailable(ctx, ferr) {
+			return nil, ferr // r decided to fail closed, or a real fault
 		}
 		err = ferr
 	}
@@ -168,27 +172,50 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 
 // failoverClaim claims req's key in r, which is not its home. It first
 // looks in r for a live record that decides the request without executing:
-// the home record as replicated into r, then the failover records of other
-// regions as replicated into r. Only when none is found does it claim the
-// key's failover record of r, which only r ever writes.
+// the home record as replicated into r, then the failover records of the
+// other regions of the order (the home's included: it may have been a
+// failover region before a change of topology) as replicated into r. An
+// abandoned one (in progress, its lock expired) is retired in the region
+// that wrote it, as a home claim retires one, since its stalled owner
+// could still commit there; when that region cannot be reached, the
+// request fails closed (a *RegionError, reported as EventFailClosed).
+// Only when nothing decides does it claim the key's failover record of r,
+// which only r ever writes.
 func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []*region, r *region) (*dynamostore.Claim, error) {
-	scopes := []string{req.Scope}
-	for _, x := range order[1:] {
+	type source struct {
+		writer *region
+		scope  string
+	}
+	sources := []source{{order[0], req.Scope}}
+	for _, x := range order {
 		if x != r {
-			scopes = append(scopes, failoverScope(req.Scope, x.name))
+			sources = append(sources, source{x, failoverScope(req.Scope, x.name)})
 		}
 	}
-	for _, sc := range scopes {
-		rec, err := r.store.Get(ctx, sc, req.Key)
+	for _, src := range sources {
+		rec, err := r.store.Get(ctx, src.scope, req.Key)
 		if errors.Is(err, dynamostore.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		if out, ok := decideExisting(rec, req, r.store.Options().Now()); ok {
-			return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+		out, ok := decideExisting(rec, req, r.store.Options().Now())
+		if !ok {
+			retired, rerr := s.retire(ctx, req, src.writer, src.scope)
+			switch {
+			case unavailable(ctx, rerr):
+				s.observe(Event{Kind: EventFailClosed, Scope: req.Scope, Key: req.Key, Home: order[0].name, Region: src.writer.name, Err: rerr})
+				return nil, &RegionError{Regions: []string{src.writer.name, r.name}, Err: rerr}
+			case rerr != nil:
+				return nil, rerr
+			case retired.Outcome == dynamostore.Acquired:
+				s.observe(Event{Kind: EventRetired, Scope: req.Scope, Key: req.Key, Home: order[0].name, Region: src.writer.name})
+				continue
+			}
+			out, rec = retired.Outcome, retired.Record
 		}
+		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
 	}
 	fr := req
 	fr.Scope = failoverScope(req.Scope, r.name)
@@ -311,7 +338,7 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, 
 			if fromReplica {
 				return closed(x, reads[i].err)
 			}
-			retired, rerr := s.retire(ctx, req, s.byName[x])
+			retired, rerr := s.retire(ctx, req, s.byName[x], failoverScope(req.Scope, x))
 			switch {
 			case unavailable(ctx, rerr):
 				return closed(x, rerr)
@@ -338,16 +365,17 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, 
 	return userClaim(home), nil
 }
 
-// retire takes over the abandoned failover record of req's key in x, the
-// region that wrote it: a claim there succeeds only over an expired lock
-// (or an absent or expired record) and replaces the lock token, so the
-// abandoned execution's commit, fenced by its token, writes nothing. The
-// takeover is then released (best effort: its own lock expires after its
-// lease). A claim that finds the record completed or live returns that
-// outcome and record instead.
-func (s *Store) retire(ctx context.Context, req idemkey.Request, x *region) (*dynamostore.Claim, error) {
+// retire takes over the abandoned record of req's key stored under scope
+// in x, the region that wrote it (a failover record, or the home record in
+// the home): a claim there succeeds only over an expired lock (or an
+// absent or expired record) and replaces the lock token, so the abandoned
+// execution's commit, fenced by its token, writes nothing. The takeover
+// is then released (best effort: its own lock expires after its lease). A
+// claim that finds the record completed or live returns that outcome and
+// record instead.
+func (s *Store) retire(ctx context.Context, req idemkey.Request, x *region, scope string) (*dynamostore.Claim, error) {
 	fr := req
-	fr.Scope = failoverScope(req.Scope, x.name)
+	fr.Scope = scope
 	c, err := x.store.Claim(ctx, fr)
 	if err != nil || c.Outcome != dynamostore.Acquired {
 		return c, err
@@ -382,20 +410,17 @@ func (s *Store) homeGet(ctx context.Context, scope, key string) (*dynamostore.Re
 	switch {
 	case err == nil:
 		return userView(rec), nil
-	case !s.opts.Failover:
+	case !s.fenced():
 		if unavailable(ctx, err) {
 			return nil, &RegionError{Regions: []string{order[0].name}, Err: err}
 		}
 		return nil, err
 	case errors.Is(err, dynamostore.ErrNotFound):
-		// A failover record, read where it was written.
-		for _, x := range order[1:] {
-			rec, ferr := x.store.Get(ctx, failoverScope(scope, x.name), key)
-			if ferr == nil {
-				return userView(rec), nil
-			}
+		names := make([]string, len(order))
+		for i, x := range order {
+			names[i] = x.name
 		}
-		return nil, err
+		return s.failoverGet(ctx, scope, key, order[0], names)
 	case !unavailable(ctx, err):
 		return nil, err
 	}
@@ -419,4 +444,45 @@ func (s *Store) homeGet(ctx context.Context, scope, key string) (*dynamostore.Re
 		return nil, dynamostore.ErrNotFound
 	}
 	return nil, &RegionError{Regions: tried, Err: err}
+}
+
+// failoverGet returns the first live failover record of (scope, key)
+// among the regions named, each read in the region that wrote it, or,
+// when that region cannot be reached (or the Store has no client for it),
+// in the replica of h, the key's home, as the fence reads them. It
+// returns dynamostore.ErrNotFound when none holds one, and a *RegionError
+// when a region's record could be read neither where it was written nor
+// in h.
+func (s *Store) failoverGet(ctx context.Context, scope, key string, h *region, names []string) (*dynamostore.Record, error) {
+	var undecided error
+	for _, name := range names {
+		fs := failoverScope(scope, name)
+		err := error(&dynamostore.StoreError{Op: "GetItem", Err: fmt.Errorf("%w: %q", ErrRegionNotConfigured, name)})
+		if x := s.byName[name]; x != nil {
+			var rec *dynamostore.Record
+			if rec, err = x.store.Get(ctx, fs, key); err == nil {
+				return userView(rec), nil
+			}
+		}
+		if errors.Is(err, dynamostore.ErrNotFound) {
+			continue
+		}
+		if !unavailable(ctx, err) {
+			return nil, err
+		}
+		rec, rerr := h.store.Get(ctx, fs, key)
+		switch {
+		case rerr == nil:
+			return userView(rec), nil
+		case errors.Is(rerr, dynamostore.ErrNotFound):
+		case unavailable(ctx, rerr):
+			undecided = &RegionError{Regions: []string{name, h.name}, Err: rerr}
+		default:
+			return nil, rerr
+		}
+	}
+	if undecided != nil {
+		return nil, undecided
+	}
+	return nil, dynamostore.ErrNotFound
 }

@@ -135,6 +135,17 @@ type Options struct {
 	// dynamostore's Lease + Retention after that failover, the lifetime of
 	// a failover record. See the package documentation.
 	Failover bool
+	// Fence (HomeRegion only) runs the failover fence without failing
+	// over: every first execution in the home reads the key's failover
+	// records first, as with Failover, and Get looks for them, but an
+	// unreachable home fails closed. It is the step of a rolling deploy
+	// that turns Failover on or off safely: to turn it on, first deploy
+	// Fence to every process, and only once no process runs without it,
+	// deploy Failover; to turn it off, deploy Fence in Failover's place,
+	// and remove it once a Reconcile run after the last failover decision
+	// reports FailoverRecords == 0 with nothing Pending or Unreachable.
+	// Failover implies it.
+	Fence bool
 	// Effects declares how the service writes its effects (default
 	// EffectsStaged). Strong mode refuses EffectsStaged; HomeRegion mode
 	// refuses EffectsKeyed.
@@ -321,8 +332,8 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		if len(o.Pins) > 0 {
 			return nil, bad("Pins", "pins apply to HomeRegion mode only")
 		}
-		if o.Failover {
-			return nil, bad("Failover", "failover applies to HomeRegion mode only (Strong mode always serves from any reachable region)")
+		if o.Failover || o.Fence {
+			return nil, bad("Failover", "failover and its fence apply to HomeRegion mode only (Strong mode always serves from any reachable region)")
 		}
 	}
 	switch o.Mode {
@@ -377,6 +388,10 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
 	return s, nil
 }
+
+// fenced reports whether the Store runs the failover fence (Failover or
+// Fence).
+func (s *Store) fenced() bool { return s.opts.Failover || s.opts.Fence }
 
 // Mode returns the store's mode.
 func (s *Store) Mode() Mode { return s.opts.Mode }

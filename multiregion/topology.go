@@ -586,8 +586,8 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 	}
 	// acquired returns the claim acquired in the home, after the fence.
 	acquired := func(c *dynamostore.Claim) (*dynamostore.Claim, error) {
-		if others := fenceRegions(rec, req.Scope, req.Key, rt); s.opts.Failover && len(others) > 0 {
-			return s.fenceCheck(ctx, req, rt.home, others, c)
+		if s.fenced() {
+			return s.fenceCheck(ctx, req, rt.home, fenceRegions(rec, req.Scope, req.Key), c)
 		}
 		return userClaim(c), nil
 	}
@@ -637,18 +637,18 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 }
 
 // fenceRegions returns the regions whose failover record of (scope, key)
-// a home claim routed as rt under the changing record rec must read: every
-// region of the active and the consulted topology, the key's failover
-// orders under each first, except the claim's home. A failover record
-// written before the change, under the topology now consulted, may lie in
-// a region the active topology does not list (a region being removed), or
-// in the claim's home itself when the consulted topology homes the key
-// elsewhere: that home is included then.
-func fenceRegions(rec *TopologyRecord, scope, key string, rt routed) []string {
+// a home claim under the changing record rec must read: every region of
+// the active and the consulted topology, the key's failover orders under
+// each first, the claim's home included. A failover record written before
+// the change, under the topology now consulted, may lie in a region the
+// active topology does not list (a region being removed), or in the
+// claim's home itself (a failover region of the key under the other
+// topology).
+func fenceRegions(rec *TopologyRecord, scope, key string) []string {
 	var names []string
 	for _, t := range []Topology{rec.Active, *rec.Consulted} {
 		for _, name := range t.Order(scope, key) {
-			if (name != rt.home.name || rt.other != nil) && !slices.Contains(names, name) {
+			if !slices.Contains(names, name) {
 				names = append(names, name)
 			}
 		}
@@ -691,7 +691,9 @@ func (s *Store) consult(ctx context.Context, req idemkey.Request, other *region,
 }
 
 // changeGet is Get in HomeRegion mode while the topology record changes:
-// the key's home under the active topology, then under the consulted one.
+// the key's home under the active topology, then under the consulted one,
+// then (with the fence) the key's failover records in every region of
+// either topology.
 func (s *Store) changeGet(ctx context.Context, scope, key string, rec *TopologyRecord) (*dynamostore.Record, error) {
 	rt, err := s.route(rec, scope, key)
 	if err != nil {
@@ -712,6 +714,9 @@ func (s *Store) changeGet(ctx context.Context, scope, key string, rec *TopologyR
 		default:
 			return nil, err
 		}
+	}
+	if s.fenced() {
+		return s.failoverGet(ctx, scope, key, rt.home, fenceRegions(rec, scope, key))
 	}
 	return nil, dynamostore.ErrNotFound
 }

@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&sc.OutageEnd, "outage-end", 7*time.Second, "when it comes back (not after outage-start: no outage)")
 	regions := fs.String("regions", strings.Join(regionsim.DefaultRegions, ","), "region names; the first one has the outage")
 	var all []string
-	for _, m := range slices.Concat(regionsim.Modes, regionsim.FenceModes) {
+	for _, m := range slices.Concat(regionsim.Modes, regionsim.FenceModes, regionsim.CombinedModes) {
 		all = append(all, string(m))
 	}
 	modes := fs.String("modes", strings.Join(all, ","), "modes to run, comma-separated")
@@ -89,8 +89,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("mode %s: %w", mode, err)
 		}
 		fmt.Fprintln(stdout, res.Line())
-		fmt.Fprintf(stderr, "mode=%s completed=%d abandoned=%d executions=%d failovers=%d duplicate_keys=%v\n",
-			mode, res.Completed, res.Abandoned, res.Executions, res.Failovers, res.DuplicateKeys)
+		fmt.Fprintf(stderr, "mode=%s completed=%d abandoned=%d executions=%d failovers=%d fence_reported=%d duplicates_in_lag_window=%d leftover=%d duplicate_keys=%v\n",
+			mode, res.Completed, res.Abandoned, res.Executions, res.Failovers, res.FenceReported, res.DuplicatesInLagWindow, res.Leftover, res.DuplicateKeys)
 		if mode == regionsim.HomeFailover {
 			fence = res
 		}

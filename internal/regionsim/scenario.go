@@ -48,7 +48,7 @@ var Modes = []Mode{Naive, Home, HomeFailover, Strong, HomeTopologyChange}
 
 // ParseMode returns the mode named s.
 func ParseMode(s string) (Mode, error) {
-	for _, m := range slices.Concat(Modes, FenceModes) {
+	for _, m := range slices.Concat(Modes, FenceModes, CombinedModes) {
 		if string(m) == s {
 			return m, nil
 		}
@@ -165,6 +165,10 @@ type Result struct {
 	// DuplicateKeys and FenceKeys are "scope/key" of the duplicates and of
 	// the fence reports, sorted.
 	DuplicateKeys, FenceKeys []string
+	// Leftover counts, in mode home-region-removed, the records written
+	// by the removed region that the remaining regions' replicas still
+	// hold once every record expired and the remaining regions swept.
+	Leftover int
 }
 
 // Line is the result in the form the script prints.

@@ -59,7 +59,9 @@ func fenceScenario(mode Mode) func(context.Context, Scenario) (*Result, error) {
 	case HomeTTLReplicated:
 		episode = (*fenceSim).ttlReplicated
 	default:
-		return nil
+		if episode = combinedEpisode(mode); episode == nil {
+			return nil
+		}
 	}
 	return func(ctx context.Context, sc Scenario) (*Result, error) {
 		return runFence(ctx, mode, sc, episode)
@@ -85,6 +87,18 @@ type fenceSim struct {
 	ops    map[string]int  // "scope/key" -> logical operations that used it
 	sweeps []*dynamostore.Sweeper
 	ttl    bool // TTL eviction (the library accepted it); else region sweepers
+
+	// The combined scenarios (scenario_combined.go): the stores of each
+	// region read their region's clock (skew), the fleet is rebuilt when
+	// the topology changes (live, pins), and after, when set, runs once
+	// every episode has been played.
+	regions  []multiregion.Region // every region of the cluster
+	eviction multiregion.Eviction
+	skew     map[string]time.Duration
+	live     []string // the regions of the topology the fleet is configured with
+	pins     map[string]string
+	lagKeys  map[string]bool // "scope/key" of the episodes that execute within the lag window
+	after    func() error
 }
 
 func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSim, *op, *rand.Rand) error) (*Result, error) {
@@ -95,8 +109,12 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 	if sc.Lag <= 0 {
 		sc.Lag = time.Second
 	}
-	f := &fenceSim{sim: &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}, ctx: ctx, names: sc.Regions, ops: map[string]int{}}
+	f := &fenceSim{sim: &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}, ctx: ctx, names: sc.Regions, ops: map[string]int{},
+		lagKeys: map[string]bool{}}
 	f.res.Mode = mode
+	if err := f.combine(); err != nil { // scenario_combined.go
+		return nil, err
+	}
 	cluster, err := Start(ctx, func(o *Options) {
 		o.Regions = sc.Regions
 		o.Lag = sc.Lag
@@ -110,6 +128,9 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 	if err := f.setup(); err != nil {
 		return nil, err
 	}
+	if err := f.firstTopology(); err != nil {
+		return nil, err
+	}
 	for i := range max(1, sc.Ops/10) {
 		rng := rand.New(rand.NewPCG(sc.Seed, uint64(i)+1))
 		o := &op{index: i, scope: "tenant-" + strconv.Itoa(rng.IntN(8)), key: fmt.Sprintf("op-%05d", i),
@@ -119,6 +140,20 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 		f.res.LogicalOps++
 		if err := episode(f, o, rng); err != nil {
 			return nil, fmt.Errorf("regionsim: %s episode %d: %w", mode, i, err)
+		}
+		if err := f.settleEpisode(); err != nil {
+			return nil, err
+		}
+		if f.skew != nil {
+			// Reconcile after each episode, before its records expire.
+			if err := f.reconcile(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if f.after != nil {
+		if err := f.after(); err != nil {
+			return nil, fmt.Errorf("regionsim: %s: %w", mode, err)
 		}
 		if err := f.settleEpisode(); err != nil {
 			return nil, err
@@ -138,35 +173,63 @@ func (f *fenceSim) setup() error {
 	if err := f.cluster.CreateGlobalTable(ctx, effectsTable, "id"); err != nil {
 		return err
 	}
-	var regions []multiregion.Region
 	for _, r := range f.cluster.Regions() {
-		regions = append(regions, multiregion.NewRegion(r.Name, r.Client, keysTable, func(o *dynamostore.Options) {
-			o.Now = f.clock.Now
+		f.regions = append(f.regions, multiregion.NewRegion(r.Name, r.Client, keysTable, func(o *dynamostore.Options) {
+			o.Now = f.now(r.Name)
 			o.Lease = fenceLease
 			o.Retention = fenceRetention
 		}))
 	}
-	options := func(eviction multiregion.Eviction) func(*multiregion.Options) {
-		return func(o *multiregion.Options) {
-			o.Mode = multiregion.HomeRegion
-			o.Failover = f.mode != HomeTTLReplicated
-			o.Eviction = eviction
-			o.Observer = f.counters.Observe
-		}
-	}
-	eviction := multiregion.EvictBySweeper
+	f.live = slices.Clone(f.names)
+	f.eviction = multiregion.EvictBySweeper
 	if f.mode == HomeTTLReplicated {
-		eviction = multiregion.EvictByTTL // today's default: refused since TTL deletes were shown to replicate
-		if _, err := multiregion.New(regions, options(eviction)); err == nil {
+		f.eviction = multiregion.EvictByTTL // today's default: refused since TTL deletes were shown to replicate
+		if _, err := multiregion.New(f.regions, f.options()); err == nil {
 			f.ttl = true
 		} else if errors.Is(err, multiregion.ErrInvalidConfig) {
-			eviction = multiregion.EvictBySweeper
+			f.eviction = multiregion.EvictBySweeper
 		} else {
 			return err
 		}
 	}
+	return f.fleet()
+}
+
+// now returns the clock of the processes of region name: the virtual
+// clock, off by the region's skew.
+func (f *fenceSim) now(name string) func() time.Time {
+	d := f.skew[name]
+	return func() time.Time { return f.clock.Now().Add(d) }
+}
+
+// options are the router options of the fleet.
+func (f *fenceSim) options() func(*multiregion.Options) {
+	return func(o *multiregion.Options) {
+		o.Mode = multiregion.HomeRegion
+		o.Failover = f.mode != HomeTTLReplicated && f.mode != HomeRehomeSweep
+		o.Eviction = f.eviction
+		o.Pins = f.pins
+		o.TopologyRefresh = TopologyRefresh
+		o.Observer = f.counters.Observe
+	}
+}
+
+// fleet (re)builds one process per region of the live topology, each with
+// the region's sweeper.
+func (f *fenceSim) fleet() error {
+	f.routers, f.services, f.sweeps = nil, nil, nil
+	var regions []multiregion.Region
+	for _, r := range f.regions {
+		if slices.Contains(f.live, r.Name) {
+			regions = append(regions, r)
+		}
+	}
 	for _, r := range f.cluster.Regions() {
-		router, err := multiregion.New(regions, options(eviction))
+		if !slices.Contains(f.live, r.Name) {
+			f.routers, f.services = append(f.routers, nil), append(f.services, http.NotFoundHandler())
+			continue
+		}
+		router, err := multiregion.New(regions, f.options(), func(o *multiregion.Options) { o.Local = r.Name })
 		if err != nil {
 			return err
 		}
@@ -175,7 +238,11 @@ func (f *fenceSim) setup() error {
 			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
 		})(f.stallable(f.mrecEffect(r))))
 		if !f.ttl {
-			f.sweeps = append(f.sweeps, regionSweeper(r, keysTable, f.clock.Now))
+			owns, err := router.SweepOwner(r.Name)
+			if err != nil {
+				return err
+			}
+			f.sweeps = append(f.sweeps, regionSweeper(r, keysTable, f.now(r.Name), owns))
 		}
 	}
 	return nil
@@ -312,14 +379,16 @@ func (f *fenceSim) ttlReplicated(o *op, rng *rand.Rand) error {
 // evict runs eviction once in every region: DynamoDB TTL, or each
 // region's sweeper.
 func (f *fenceSim) evict() error {
-	for i, name := range f.names {
-		if f.ttl {
+	if f.ttl {
+		for _, name := range f.names {
 			if _, err := f.cluster.ExpireTTL(f.ctx, name, keysTable, dynamostore.TTLAttribute); err != nil {
 				return err
 			}
-			continue
 		}
-		if _, err := f.sweeps[i].Sweep(f.ctx, ""); err != nil {
+		return nil
+	}
+	for _, sw := range f.sweeps {
+		if _, err := sw.Sweep(f.ctx, ""); err != nil {
 			return err
 		}
 	}
@@ -358,6 +427,8 @@ func (f *fenceSim) reconcile() error {
 	for _, t := range rep.TwoRegion {
 		f.res.FenceKeys = append(f.res.FenceKeys, t.Scope+"/"+t.Key)
 	}
+	slices.Sort(f.res.FenceKeys)
+	f.res.FenceKeys = slices.Compact(f.res.FenceKeys)
 	f.res.FenceReported = len(f.res.FenceKeys)
 	return nil
 }
@@ -387,6 +458,11 @@ func (f *fenceSim) countFence() error {
 	slices.Sort(f.res.DuplicateKeys)
 	slices.Sort(f.res.FenceKeys)
 	f.res.Duplicates = len(f.res.DuplicateKeys)
+	for _, k := range f.res.DuplicateKeys {
+		if f.lagKeys[k] {
+			f.res.DuplicatesInLagWindow++
+		}
+	}
 	return nil
 }
 
