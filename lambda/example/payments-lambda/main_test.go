@@ -111,4 +111,13 @@ func TestConfigurationFromTheEnvironment(t *testing.T) {
 	env["WRITER_REGION"] = strings.Repeat("r", dynamostore.MaxSweepRegionLen+1)
 	_, err = configFrom(get)
 	assert.ErrorContains(t, err, "WRITER_REGION", "refused, not a panic in dynamostore.New")
+	env["WRITER_REGION"] = ""
+	assert.False(t, cfg.ExpiryIndex, "no EXPIRY_INDEX: records for a table swept by scan")
+	env["EXPIRY_INDEX"] = "true"
+	cfg, err = configFrom(get)
+	require.NoError(t, err)
+	assert.True(t, cfg.ExpiryIndex)
+	env["EXPIRY_INDEX"] = "yes"
+	_, err = configFrom(get)
+	assert.ErrorContains(t, err, "EXPIRY_INDEX")
 }
