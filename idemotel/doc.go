@@ -28,8 +28,9 @@
 // front doors, classes, regions, table names), so the metrics' cardinality
 // is bounded. No attribute carries the key, the scope, a body or a header:
 // the span has idemkey.key_hash (idemkey.Event.KeyHash, a truncated
-// SHA-256 of the key) to find the request's log record, and nothing else
-// about the key.
+// HMAC of the scope and key under the Guard's secret, so that a guessed
+// key cannot be confirmed from a trace) to find the request's log record,
+// and nothing else about the key.
 //
 // # Cost per request
 //
