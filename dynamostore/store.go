@@ -171,9 +171,6 @@ func (s *Store) Table() string { return s.table }
 // Options returns the store's effective options.
 func (s *Store) Options() Options { return s.opts }
 
-// Client returns the client the store calls DynamoDB through.
-func (s *Store) Client() Client { return s.client }
-
 // Outcome is the result of a claim.
 type Outcome int
 
