@@ -21,9 +21,17 @@ func (c *cause) Unwrap() error { return c.err }
 // Nothing was claimed or run; retrying the same input fails the same way.
 type KeyError struct{ cause }
 
-// ScopeError: FuncOptions.Scope failed for the input, which wraps its
-// error. Nothing was claimed or run.
+// ScopeError: FuncOptions.Scope failed for the input. It wraps that
+// error (errors.Is and errors.As see it), but its message is fixed and
+// does not include it: Lambda returns an error's message to the invoker,
+// and how the function identifies callers is not the invoker's to read.
+// FuncOptions.Logger receives the error. Nothing was claimed or run.
 type ScopeError struct{ cause }
+
+// scopeErrorMessage is the message of every *ScopeError.
+const scopeErrorMessage = "lambda: the input's caller could not be identified, so its idempotency key cannot be scoped; nothing ran (the cause is in the function's log)"
+
+func (e *ScopeError) Error() string { return scopeErrorMessage }
 
 // FingerprintError: FuncOptions.Fingerprint failed for the input, which
 // wraps its error. Nothing was claimed or run.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -88,6 +89,11 @@ type FuncOptions[In any] struct {
 	// Observer (default: none; Metrics publishes one EMF line per
 	// invocation). Its FrontDoor defaults to idemkey.FrontDoorLambdaInvoke.
 	Guard idemkey.Options
+	// Logger receives, at Warn, the error of a failed Scope, which the
+	// returned *ScopeError wraps but does not print: its message is fixed,
+	// because Lambda hands an error's message to the invoker. Default
+	// (nil): slog.Default().
+	Logger *slog.Logger
 }
 
 // Idempotent returns fn guarded by idempotency keys in store. For each
@@ -161,6 +167,9 @@ func Idempotent[In, Out any](store idemkey.Store, fn func(context.Context, In) (
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	if o.Guard.FrontDoor == "" {
 		o.Guard.FrontDoor = idemkey.FrontDoorLambdaInvoke
 	}
@@ -217,6 +226,7 @@ func (o *FuncOptions[In]) request(ctx context.Context, in In) (idemkey.Request, 
 	}
 	scope, err := o.Scope(ctx, in)
 	if err != nil {
+		o.Logger.WarnContext(ctx, "idemkey: the scope of the input failed; the invocation is refused", "function", o.Name, "error", err)
 		return idemkey.Request{}, &ScopeError{cause{fmt.Errorf("lambda: scope of the input: %w", err)}}
 	}
 	b, err := o.Fingerprint(in)
