@@ -58,7 +58,7 @@ func TestDemoReplaysTheRetryAndRefusesTheKeyForAnotherPayment(t *testing.T) {
 POST \{"amount":1250\} -> 201 Created, Idempotent-Replayed: "true"
   \{"id":"(pay_[A-Z2-7]{26})","amount":1250\}
 POST \{"amount":9999\} -> 422 Unprocessable Entity, Idempotent-Replayed: ""
-  \{"type":"https://github.com/idemkey/idemkey#problem-key-reused",.*\}
+  \{"type":"https://github.com/idemkey/idemkey/blob/main/docs/http.md#problem-key-reused",.*\}
 $`)
 	m := want.FindStringSubmatch(out.String())
 	if m == nil {

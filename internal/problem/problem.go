@@ -14,8 +14,8 @@ import (
 const ContentType = problem.ContentType
 
 // TypeBase prefixes the type URI of every problem idemkey reports; the
-// README documents each one.
-const TypeBase = "https://github.com/idemkey/idemkey#problem-"
+// module's docs/http.md documents each one.
+const TypeBase = "https://github.com/idemkey/idemkey/blob/main/docs/http.md#problem-"
 
 // Details is an RFC 9457 problem document.
 type Details = problem.Details

@@ -1,7 +1,7 @@
 // Package readmetest holds the test that keeps the module's README files
-// true: it builds every Go block of every README.md in the module, so that
-// a block that stops compiling, or drifts from the file it is quoted from,
-// fails go test ./... .
+// true: it builds every Go block of every README.md in the module and of
+// every page of docs/, so that a block that stops compiling, or drifts
+// from the file it is quoted from, fails go test ./... .
 //
 // A block is checked according to the HTML comment on the line just
 // before its opening fence (blank lines between are allowed):

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,8 +58,8 @@ func goBlocks(root, file string) ([]block, error) {
 	return blocks, sc.Err()
 }
 
-// readmes returns every README.md under root, as paths from root, skipping
-// the directories the go tool ignores.
+// readmes returns every README.md under root and every page of docs/, as
+// paths from root, skipping the directories the go tool ignores.
 func readmes(root string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -69,12 +70,16 @@ func readmes(root string) ([]string, error) {
 		if d.IsDir() && path != root && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata") {
 			return filepath.SkipDir
 		}
-		if !d.IsDir() && name == "README.md" {
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				return err
-			}
-			files = append(files, filepath.ToSlash(rel))
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if name == "README.md" || (strings.HasPrefix(rel, "docs/") && strings.HasSuffix(name, ".md")) {
+			files = append(files, rel)
 		}
 		return nil
 	})
@@ -183,6 +188,9 @@ func TestEveryGoBlockOfEveryReadmeCompiles(t *testing.T) {
 	}
 	if len(all) < 6 {
 		t.Errorf("found %d Go blocks in %v; the README alone has more", len(all), files)
+	}
+	if !slices.Contains(files, "docs/lambda.md") {
+		t.Errorf("the pages of docs/ are not checked: found %v", files)
 	}
 	for _, err := range check(root, workDir(t, root), all) {
 		t.Error(err)

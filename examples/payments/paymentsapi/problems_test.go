@@ -35,7 +35,7 @@ func TestTheAPIsOwnErrorsCarryItsOwnProblemTypes(t *testing.T) {
 	// The protocol's own answers keep idemkey's types.
 	require.Equal(t, 201, a.call("POST", "/payments", "alice", "k3", `{"amount":1,"currency":"EUR"}`).status)
 	reused := a.call("POST", "/payments", "alice", "k3", `{"amount":2,"currency":"EUR"}`)
-	assert.Equal(t, "https://github.com/idemkey/idemkey#problem-key-reused", problemType(t, reused))
+	assert.Equal(t, "https://github.com/idemkey/idemkey/blob/main/docs/http.md#problem-key-reused", problemType(t, reused))
 }
 
 func TestListShowsPaymentsOldestFirstThenTheCount(t *testing.T) {
