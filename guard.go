@@ -60,6 +60,9 @@ const (
 	// reads the key's record (one GetItem): a retry after completion is
 	// answered from it, not by the run's failure.
 	OneTrip
+	// Unkeyed is the Mode of the events of CommitUnkeyed, which commits
+	// writes without a key. Options.Mode does not take it.
+	Unkeyed
 )
 
 // oneTripStore is what OneTrip mode needs of a store in addition to Store.
@@ -158,6 +161,9 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	if c := g.opts.Cache; c != nil && !c.bind(store) {
 		panic("idemkey: New: the Cache serves a Guard over another store; a Cache names records by scope and key alone, so give each store its own")
 	}
+	if g.opts.Mode != ClaimFirst && g.opts.Mode != OneTrip {
+		panic(fmt.Sprintf("idemkey: New: Options.Mode %s: a Guard runs in ClaimFirst or OneTrip mode", g.opts.Mode))
+	}
 	if g.opts.Mode == OneTrip {
 		if _, ok := store.(oneTripStore); !ok {
 			panic("idemkey: OneTrip mode needs a store with a CommitFirst method, such as *dynamostore.Store")
@@ -238,7 +244,7 @@ type Result struct {
 // included, before it returns.
 func (g *Guard) Do(ctx context.Context, req Request, fn Func) (*Result, error) {
 	var pr probe
-	ctx, p := g.begin(ctx, g.opts.Mode.String(), &req, &pr)
+	ctx, p := g.begin(ctx, g.opts.Mode, &req, &pr)
 	if p == nil {
 		res, _, err := g.do(ctx, req, fn, nil)
 		return res, err

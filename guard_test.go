@@ -103,3 +103,16 @@ func TestDoReportsInFlightAndMismatchAsTypedErrors(t *testing.T) {
 	assert.Positive(t, inFlight.RetryAfter)
 	assert.ErrorIs(t, <-inside, idemkey.ErrMismatch)
 }
+
+// A Guard runs in one of its two modes. Unkeyed names CommitUnkeyed's
+// events and is no mode of a Guard; any other value was ClaimFirst in
+// disguise.
+func TestNewRefusesAModeThatIsNeitherClaimFirstNorOneTrip(t *testing.T) {
+	for _, m := range []idemkey.Mode{idemkey.Unkeyed, idemkey.Mode(7)} {
+		assert.PanicsWithValue(t, "idemkey: New: Options.Mode "+m.String()+": a Guard runs in ClaimFirst or OneTrip mode", func() {
+			newGuard(t, func(o *idemkey.Options) { o.Mode = m })
+		}, "Mode %d", int(m))
+	}
+	assert.Equal(t, "unkeyed", idemkey.Unkeyed.String())
+	assert.Equal(t, "Mode(7)", idemkey.Mode(7).String())
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
@@ -60,20 +61,18 @@ const (
 	OutcomeError Outcome = "error"
 )
 
-// Modes as Event.Mode names them.
-const (
-	ModeClaimFirst = "claim-first"
-	ModeOneTrip    = "one-trip"
-	// ModeUnkeyed is the mode of CommitUnkeyed's events.
-	ModeUnkeyed = "unkeyed"
-)
-
-// String returns ModeClaimFirst or ModeOneTrip.
+// String returns the name logs, metrics and spans give the mode:
+// "claim-first", "one-trip" or "unkeyed" ("Mode(N)" for another value).
 func (m Mode) String() string {
-	if m == OneTrip {
-		return ModeOneTrip
+	switch m {
+	case ClaimFirst:
+		return "claim-first"
+	case OneTrip:
+		return "one-trip"
+	case Unkeyed:
+		return "unkeyed"
 	}
-	return ModeClaimFirst
+	return "Mode(" + strconv.Itoa(int(m)) + ")"
 }
 
 // Front doors as their packages report them in Event.FrontDoor.
@@ -114,8 +113,8 @@ const (
 type Event struct {
 	// Outcome says how the request ended.
 	Outcome Outcome
-	// Mode is ModeClaimFirst, ModeOneTrip or ModeUnkeyed.
-	Mode string
+	// Mode is the Guard's Mode, or Unkeyed for CommitUnkeyed.
+	Mode Mode
 	// FrontDoor is what served the request: the value of WithFrontDoor in
 	// the request's context, else Options.FrontDoor ("" when neither is
 	// set).
@@ -182,7 +181,7 @@ type Observer interface {
 // so that what the function and the store do nests under it.
 type Starter interface {
 	Observer
-	StartRequest(ctx context.Context, mode, frontDoor string) context.Context
+	StartRequest(ctx context.Context, mode Mode, frontDoor string) context.Context
 }
 
 // RoutingEvent is a decision of a store that routes keys over regions
@@ -230,7 +229,7 @@ func (m multiObserver) Observe(ctx context.Context, e Event) {
 	}
 }
 
-func (m multiObserver) StartRequest(ctx context.Context, mode, frontDoor string) context.Context {
+func (m multiObserver) StartRequest(ctx context.Context, mode Mode, frontDoor string) context.Context {
 	for _, o := range m {
 		if s, ok := o.(Starter); ok {
 			ctx = s.StartRequest(ctx, mode, frontDoor)
@@ -300,7 +299,7 @@ type probe struct {
 // begin starts the probe of a request in p, and returns the context it
 // runs in (ctx, or the one a Starter returned) and p, or nil without an
 // Observer.
-func (g *Guard) begin(ctx context.Context, mode string, req *Request, p *probe) (context.Context, *probe) {
+func (g *Guard) begin(ctx context.Context, mode Mode, req *Request, p *probe) (context.Context, *probe) {
 	obs := g.opts.Observer
 	if obs == nil {
 		return ctx, nil

@@ -36,10 +36,10 @@ func (r *recorder) Observe(ctx context.Context, e idemkey.Event) {
 	r.events = append(r.events, e)
 }
 
-func (r *recorder) StartRequest(ctx context.Context, mode, frontDoor string) context.Context {
+func (r *recorder) StartRequest(ctx context.Context, mode idemkey.Mode, frontDoor string) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.started = append(r.started, mode+" "+frontDoor)
+	r.started = append(r.started, mode.String()+" "+frontDoor)
 	return context.WithValue(ctx, startedKey{}, true)
 }
 
@@ -77,7 +77,7 @@ func TestDoReportsOneEventPerRequest(t *testing.T) {
 	require.NoError(t, err)
 	e = rec.last(t)
 	assert.Equal(t, idemkey.OutcomeExecutedStored, e.Outcome)
-	assert.Equal(t, idemkey.ModeClaimFirst, e.Mode)
+	assert.Equal(t, idemkey.ClaimFirst, e.Mode)
 	assert.Equal(t, "test", e.FrontDoor)
 	assert.Equal(t, "Invoke", e.Method)
 	assert.Equal(t, "fn", e.Path)
@@ -130,7 +130,7 @@ func TestOneTripEventsNameTheirMode(t *testing.T) {
 	_, err := g.Do(context.Background(), req("o"), ok("x"))
 	require.NoError(t, err)
 	e := rec.last(t)
-	assert.Equal(t, idemkey.ModeOneTrip, e.Mode)
+	assert.Equal(t, idemkey.OneTrip, e.Mode)
 	assert.Equal(t, idemkey.OutcomeExecutedStored, e.Outcome)
 	assert.Equal(t, idemkey.PhaseRun|idemkey.PhaseCommit, e.Phases)
 	assert.Equal(t, 1, e.StoreCalls)
@@ -147,7 +147,7 @@ func TestCommitUnkeyedReportsOnlyWrites(t *testing.T) {
 	tx.ConditionCheck(txnCheck())
 	require.Error(t, g.CommitUnkeyed(ctx, tx, idemkey.Response{Status: 200}))
 	e := rec.last(t)
-	assert.Equal(t, idemkey.ModeUnkeyed, e.Mode)
+	assert.Equal(t, idemkey.Unkeyed, e.Mode)
 	assert.Equal(t, idemkey.OutcomePermanent, e.Outcome)
 	assert.Equal(t, idemkey.PhaseCommit, e.Phases)
 	assert.Equal(t, 1, e.StoreCalls)

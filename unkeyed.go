@@ -41,14 +41,14 @@ type unkeyedStore interface {
 // multiregion.Store).
 //
 // With an Observer, a call that has writes to commit reports one Event
-// (mode ModeUnkeyed): OutcomeUnkeyedCommitted, or the outcome of its
+// (Mode Unkeyed): OutcomeUnkeyedCommitted, or the outcome of its
 // error (OutcomeError for ErrUnkeyedUnsupported and ErrOutcomeUnknown).
 func (g *Guard) CommitUnkeyed(ctx context.Context, tx *txn.Tx, resp Response) error {
 	if tx.Len() == 0 || !g.opts.ShouldStore(resp) {
 		return nil
 	}
 	var pr probe
-	ctx, p := g.begin(ctx, ModeUnkeyed, nil, &pr)
+	ctx, p := g.begin(ctx, Unkeyed, nil, &pr)
 	p.staged(tx)
 	s, ok := g.store.(unkeyedStore)
 	if !ok {

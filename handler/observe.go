@@ -32,7 +32,7 @@ type unkeyedRequestKey struct{}
 
 func (l *logObserver) Observe(ctx context.Context, e idemkey.Event) {
 	method, path := e.Method, e.Path
-	if r, ok := ctx.Value(unkeyedRequestKey{}).(*http.Request); ok && e.Mode == idemkey.ModeUnkeyed {
+	if r, ok := ctx.Value(unkeyedRequestKey{}).(*http.Request); ok && e.Mode == idemkey.Unkeyed {
 		method, path = r.Method, r.URL.Path
 	}
 	var outcome string
@@ -45,7 +45,7 @@ func (l *logObserver) Observe(ctx context.Context, e idemkey.Event) {
 	case e.Outcome == idemkey.OutcomeExecutedStored, e.Outcome == idemkey.OutcomeExecutedReleased,
 		e.Outcome == idemkey.OutcomeUnkeyedCommitted:
 		return // a plain execution, or a panic that goes on to the server
-	case e.Mode == idemkey.ModeUnkeyed:
+	case e.Mode == idemkey.Unkeyed:
 		d, _ := problemOf(e.Err)
 		outcome, status = "unkeyed-commit-failed", d.Status
 	default:

@@ -22,7 +22,7 @@ import (
 // benchEvent is the Event of a first execution: claim, run and commit, one
 // staged write, answered 201.
 func benchEvent() idemkey.Event {
-	return idemkey.Event{Outcome: idemkey.OutcomeExecutedStored, Mode: idemkey.ModeClaimFirst, FrontDoor: idemkey.FrontDoorHTTP,
+	return idemkey.Event{Outcome: idemkey.OutcomeExecutedStored, Mode: idemkey.ClaimFirst, FrontDoor: idemkey.FrontDoorHTTP,
 		Method: "POST", Path: "/payments", Start: time.Now(), Duration: 3 * time.Millisecond,
 		Phases: idemkey.PhaseClaim | idemkey.PhaseRun | idemkey.PhaseCommit,
 		Claim:  time.Millisecond, Run: time.Millisecond, Commit: time.Millisecond, StoreCalls: 2, StagedActions: 1, Status: 201}
@@ -144,10 +144,10 @@ func newFloor(s benchSetup, event idemkey.Event) floor {
 	}
 	claim, run, commit := hist("claim"), hist("run"), hist("commit")
 	set := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", string(event.Outcome)),
-		attribute.String("mode", event.Mode), attribute.String("front_door", event.FrontDoor)))
+		attribute.String("mode", event.Mode.String()), attribute.String("front_door", event.FrontDoor)))
 	add, record := []metric.AddOption{set}, []metric.RecordOption{set}
 	tracer := s.tp.Tracer("floor")
-	attrs := []attribute.KeyValue{attribute.String("idemkey.mode", event.Mode),
+	attrs := []attribute.KeyValue{attribute.String("idemkey.mode", event.Mode.String()),
 		attribute.String("idemkey.front_door", event.FrontDoor), attribute.String("idemkey.outcome", string(event.Outcome)),
 		attribute.Int("idemkey.store_calls", event.StoreCalls), attribute.Int("idemkey.staged_actions", event.StagedActions),
 		attribute.String("idemkey.key_hash", "0123456789abcdef"), attribute.Int("idemkey.status", event.Status)}

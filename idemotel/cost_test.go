@@ -198,7 +198,7 @@ func TestEveryObserverAmongObserversEndsItsSpan(t *testing.T) {
 // otherTracer is a Starter that makes a span of its own current.
 type otherTracer struct{ tp *sdktrace.TracerProvider }
 
-func (s otherTracer) StartRequest(ctx context.Context, _, _ string) context.Context {
+func (s otherTracer) StartRequest(ctx context.Context, _ idemkey.Mode, _ string) context.Context {
 	ctx, _ = s.tp.Tracer("other").Start(ctx, "other")
 	return ctx
 }

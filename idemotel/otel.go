@@ -121,7 +121,7 @@ func New(optFns ...func(*Options)) *Observer {
 // attrKey identifies one attribute set of the request instruments.
 type attrKey struct {
 	outcome   idemkey.Outcome
-	mode      string
+	mode      idemkey.Mode
 	frontDoor string
 	class     dynamostore.Class
 }
@@ -139,7 +139,7 @@ func (o *Observer) measurement(k attrKey) measurement {
 	return o.measurements.get(k, func() measurement {
 		kvs := []attribute.KeyValue{
 			attribute.String("outcome", string(k.outcome)),
-			attribute.String("mode", k.mode),
+			attribute.String("mode", k.mode.String()),
 			attribute.String("front_door", k.frontDoor),
 		}
 		if k.class != "" {
@@ -169,7 +169,7 @@ type spanKey struct{ o *Observer }
 // go.opentelemetry.io/otel/trace/noop, StartRequest returns ctx itself:
 // no span is started, and the incoming request's span stays the current
 // span of the guarded function's context.
-func (o *Observer) StartRequest(ctx context.Context, mode, frontDoor string) context.Context {
+func (o *Observer) StartRequest(ctx context.Context, mode idemkey.Mode, frontDoor string) context.Context {
 	if o.tracer == nil {
 		return ctx
 	}
@@ -245,12 +245,12 @@ func (a *annotation) write(span trace.Span, e *idemkey.Event) {
 		span.AddEvent("commit", a.commit[:]...)
 	}
 	attrs := append(a.attrs[:0],
-		attribute.String("idemkey.mode", e.Mode),
+		attribute.String("idemkey.mode", e.Mode.String()),
 		attribute.String("idemkey.front_door", e.FrontDoor),
 		attribute.String("idemkey.outcome", string(e.Outcome)),
 		attribute.Int("idemkey.store_calls", e.StoreCalls),
 		attribute.Int("idemkey.staged_actions", e.StagedActions))
-	if e.Mode != idemkey.ModeUnkeyed {
+	if e.Mode != idemkey.Unkeyed {
 		attrs = append(attrs, attribute.String("idemkey.key_hash", e.KeyHash()))
 	}
 	if e.Status != 0 {

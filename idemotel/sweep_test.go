@@ -99,7 +99,7 @@ func TestRoutingDecisionsAreCountedWithoutTheKey(t *testing.T) {
 func TestObserveWithoutStartLeavesTheParentSpanOpen(t *testing.T) {
 	obs, reader, spans, tp := newObserver(t)
 	ctx, parent := tp.Tracer("server").Start(context.Background(), "server")
-	obs.Observe(ctx, idemkey.Event{Outcome: idemkey.OutcomeReplay, Mode: idemkey.ModeClaimFirst, FrontDoor: "http", Phases: idemkey.PhaseClaim})
+	obs.Observe(ctx, idemkey.Event{Outcome: idemkey.OutcomeReplay, Mode: idemkey.ClaimFirst, FrontDoor: "http", Phases: idemkey.PhaseClaim})
 	assert.Empty(t, spans.Ended(), "the parent is not ended")
 	parent.End()
 	require.Len(t, spans.Ended(), 1)

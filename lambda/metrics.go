@@ -134,7 +134,7 @@ func (t *tally) add(e *idemkey.Event) {
 	}
 	t.phases |= e.Phases
 	t.claim, t.run, t.commit = max(t.claim, e.Claim), max(t.run, e.Run), max(t.commit, e.Commit)
-	t.frontDoor, t.mode = e.FrontDoor, e.Mode
+	t.frontDoor, t.mode = e.FrontDoor, e.Mode.String()
 	if e.Class != "" {
 		t.classes = append(t.classes, string(e.Class))
 	}

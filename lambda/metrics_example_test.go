@@ -21,7 +21,7 @@ func ExampleNewMetrics() {
 	//	o.Handler.Guard.Observer = metrics
 	// })
 	metrics.Observe(context.Background(), idemkey.Event{
-		Outcome: idemkey.OutcomeReplay, Mode: idemkey.ModeClaimFirst, FrontDoor: idemkey.FrontDoorLambdaAPIGWv2,
+		Outcome: idemkey.OutcomeReplay, Mode: idemkey.ClaimFirst, FrontDoor: idemkey.FrontDoorLambdaAPIGWv2,
 		Phases: idemkey.PhaseClaim, Claim: 4500 * time.Microsecond, StoreCalls: 1,
 	})
 	// Output:

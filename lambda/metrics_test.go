@@ -98,7 +98,7 @@ func TestIdempotentWritesOneEMFLinePerInvocation(t *testing.T) {
 	docs := emfLines(t, &out)
 	require.Len(t, docs, 1)
 	assert.Equal(t, idemkey.FrontDoorLambdaInvoke, docs[0]["FrontDoor"])
-	assert.Equal(t, idemkey.ModeClaimFirst, docs[0]["Mode"])
+	assert.Equal(t, "claim-first", docs[0]["Mode"])
 	assert.EqualValues(t, 1, docs[0]["ExecutedStored"])
 	assert.EqualValues(t, 2, docs[0]["StoreCalls"], "claim and commit")
 }
@@ -108,7 +108,7 @@ func TestIdempotentWritesOneEMFLinePerInvocation(t *testing.T) {
 func TestMetricsOutsideAnInvocationWriteALinePerEvent(t *testing.T) {
 	var out bytes.Buffer
 	m := newMetrics(&out)
-	m.Observe(context.Background(), idemkey.Event{Outcome: idemkey.OutcomeInFlight, Mode: idemkey.ModeClaimFirst, Phases: idemkey.PhaseClaim})
+	m.Observe(context.Background(), idemkey.Event{Outcome: idemkey.OutcomeInFlight, Mode: idemkey.ClaimFirst, Phases: idemkey.PhaseClaim})
 	m.Observe(context.Background(), idemkey.Event{Outcome: idemkey.OutcomePermanent, Class: "missing-table"})
 	docs := emfLines(t, &out)
 	require.Len(t, docs, 2)
