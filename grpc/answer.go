@@ -20,18 +20,17 @@ import (
 	"github.com/idemkey/idemkey/grpc/internal/storedpb"
 )
 
-// AnswerContentType marks a stored response as a gRPC answer: it is the
+// answerContentType marks a stored response as a gRPC answer: it is the
 // Content-Type of every response this package stores, and a stored
 // response without it is not decoded as one.
-const AnswerContentType = "application/vnd.idemkey.grpc-answer+proto"
+const answerContentType = "application/vnd.idemkey.grpc-answer+proto"
 
-// Status values of a stored gRPC answer: StatusMessage for a response
-// message, StatusCodeBase plus the code for a final status. Both lie
-// outside what an HTTP front door stores for its own answers, so that an
-// operator reading a record tells them apart.
+// Status values of a stored gRPC answer: statusMessage for a response
+// message, statusCodeBase plus the code for a final status, beyond any
+// HTTP status, so that an operator reading a record tells it apart.
 const (
-	StatusMessage  = 200
-	StatusCodeBase = 600
+	statusMessage  = 200
+	statusCodeBase = 600
 )
 
 // errNotAnswer: a stored response that is not a gRPC answer of this
@@ -155,21 +154,21 @@ func encodeAnswer(resp any, herr error, header, trailer metadata.MD) (idemkey.Re
 	if err != nil {
 		return idemkey.Response{}, err
 	}
-	st := StatusMessage
+	st := statusMessage
 	if code != codes.OK {
-		st = StatusCodeBase + int(code)
+		st = statusCodeBase + int(code)
 	}
-	return idemkey.Response{Status: st, Header: http.Header{"Content-Type": {AnswerContentType}}, Body: body}, nil
+	return idemkey.Response{Status: st, Header: http.Header{"Content-Type": {answerContentType}}, Body: body}, nil
 }
 
 // codeOf returns the gRPC code of a stored response, and false for one
 // that is not a gRPC answer.
 func codeOf(r idemkey.Response) (codes.Code, bool) {
-	if r.Header.Get("Content-Type") != AnswerContentType {
+	if r.Header.Get("Content-Type") != answerContentType {
 		return 0, false
 	}
-	switch c := r.Status - StatusCodeBase; {
-	case r.Status == StatusMessage:
+	switch c := r.Status - statusCodeBase; {
+	case r.Status == statusMessage:
 		return codes.OK, true
 	case c > 0 && c <= int(codes.Unauthenticated):
 		return codes.Code(c), true

@@ -21,10 +21,10 @@ func TestStoredResponsesOfOtherFrontDoorsNeverDecodeAsAnswers(t *testing.T) {
 	for name, r := range map[string]idemkey.Response{
 		"HTTP JSON":        {Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"x"}`)},
 		"Lambda output":    {Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: good.Body},
-		"HTTP 404":         {Status: 404, Header: http.Header{"Content-Type": {AnswerContentType}}, Body: good.Body},
-		"unknown code":     {Status: StatusCodeBase + 99, Header: http.Header{"Content-Type": {AnswerContentType}}, Body: good.Body},
-		"not an envelope":  {Status: 200, Header: http.Header{"Content-Type": {AnswerContentType}}, Body: []byte("\xff\xff")},
-		"code disagrees":   {Status: StatusCodeBase + int(codes.NotFound), Header: http.Header{"Content-Type": {AnswerContentType}}, Body: good.Body},
+		"HTTP 404":         {Status: 404, Header: http.Header{"Content-Type": {answerContentType}}, Body: good.Body},
+		"unknown code":     {Status: statusCodeBase + 99, Header: http.Header{"Content-Type": {answerContentType}}, Body: good.Body},
+		"not an envelope":  {Status: 200, Header: http.Header{"Content-Type": {answerContentType}}, Body: []byte("\xff\xff")},
+		"code disagrees":   {Status: statusCodeBase + int(codes.NotFound), Header: http.Header{"Content-Type": {answerContentType}}, Body: good.Body},
 		"no header at all": {Status: 200, Body: good.Body},
 	} {
 		_, err := decodeAnswer(r)
@@ -49,14 +49,14 @@ func TestAnswersRoundTripWithoutReservedMetadata(t *testing.T) {
 
 	r, err = encodeAnswer(nil, status.Error(codes.AlreadyExists, "dup"), nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, StatusCodeBase+int(codes.AlreadyExists), r.Status)
+	assert.Equal(t, statusCodeBase+int(codes.AlreadyExists), r.Status)
 	a, err = decodeAnswer(r)
 	require.NoError(t, err)
 	assert.Equal(t, codes.AlreadyExists, status.Code(a.err))
 
 	r, err = encodeAnswer(nil, assert.AnError, nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, StatusCodeBase+int(codes.Unknown), r.Status, "a plain error is Unknown, as gRPC sends it")
+	assert.Equal(t, statusCodeBase+int(codes.Unknown), r.Status, "a plain error is Unknown, as gRPC sends it")
 	_, err = encodeAnswer("not a message", nil, nil, nil)
 	assert.Error(t, err)
 }

@@ -80,9 +80,11 @@
 //
 // # The stored answer
 //
-// A guarded call's answer is an idemkey.Response: Status is StatusMessage
-// (200) for a response message and StatusCodeBase (600) plus the code for a
-// final status; Header holds only Content-Type: AnswerContentType; Body is
+// A guarded call's answer is an idemkey.Response: Status is 200 for a
+// response message and 600 plus the code for a final status (beyond any
+// HTTP status, so an operator reading a record tells it apart); Header
+// holds only Content-Type:
+// application/vnd.idemkey.grpc-answer+proto; Body is
 // an envelope in protocol buffer form holding the response message (its
 // full name and deterministic bytes) or the google.rpc.Status (code,
 // message, details), and the header and trailer metadata the handler set.

@@ -131,7 +131,7 @@ func TestDynamoDBCallsPerOutcomeAreTheSameAsHTTP(t *testing.T) {
 func TestKeyOfAnHTTPRequestIsAKeyReusedForAGRPCCall(t *testing.T) {
 	h := newHarness(t)
 	web := h.httpFrontDoor(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", idemgrpc.AnswerContentType) // even one that claims to be a gRPC answer
+		w.Header().Set("Content-Type", "application/vnd.idemkey.grpc-answer+proto") // even one that claims to be a gRPC answer
 		w.WriteHeader(200)
 		_, _ = w.Write([]byte("not an envelope"))
 	})

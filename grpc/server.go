@@ -413,9 +413,9 @@ func (s *server) unkeyed(ctx context.Context, req any, handler grpc.UnaryHandler
 		return out, herr
 	}
 	code := status.Code(herr)
-	r := idemkey.Response{Status: StatusMessage, Header: map[string][]string{"Content-Type": {AnswerContentType}}}
+	r := idemkey.Response{Status: statusMessage, Header: map[string][]string{"Content-Type": {answerContentType}}}
 	if code != codes.OK {
-		r.Status = StatusCodeBase + int(code)
+		r.Status = statusCodeBase + int(code)
 	}
 	if err := s.guard.CommitUnkeyed(ctx, tx, r); err != nil {
 		return nil, statusOf(err)

@@ -37,8 +37,8 @@ func TestFirstCallExecutesAndCommitsItsStagedEffectWithTheKey(t *testing.T) {
 	assert.Equal(t, dynamostore.StateCompleted, rec.State)
 	assert.Equal(t, idemgrpc.Method, rec.Method)
 	assert.Equal(t, methodCharge, rec.Path)
-	assert.Equal(t, idemgrpc.StatusMessage, rec.Response.Status)
-	assert.Equal(t, idemgrpc.AnswerContentType, rec.Response.Header.Get("Content-Type"))
+	assert.Equal(t, 200, rec.Response.Status)
+	assert.Equal(t, "application/vnd.idemkey.grpc-answer+proto", rec.Response.Header.Get("Content-Type"))
 }
 
 func TestRetryReplaysMessageHeaderAndTrailerWithTheMarker(t *testing.T) {
