@@ -65,7 +65,7 @@ echo "== key record bytes and the commit's write units (asserted by the test)" >
 go test -count=1 -run '^TestRecordBytesStayWithinPowertools$' -v ./internal/capacity >"$out/record.txt"
 
 echo "== eviction at scale: one full sweep, scan vs index mode, 2k/20k/200k records (asserted by the test)" >&2
-go test -count=1 -timeout 30m -run '^TestSweepCapacityScanVsIndex$' -v ./internal/sweepbench >"$out/sweep-capacity.txt"
+go test -count=1 -timeout 30m -run '^TestSweepCapacityScanVsIndex$' -v ./internal/sweepbench -large >"$out/sweep-capacity.txt"
 
 echo "== load: the payments example guarded vs unguarded, and the emulator's ceilings (wrk)" >&2
 scripts/load.sh "${LOAD_DURATION:-10s}" "${LOAD_CONNECTIONS:-16}" | tee "$out/load.txt" >&2
