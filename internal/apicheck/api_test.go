@@ -52,17 +52,7 @@ func surface(t *testing.T, fset *token.FileSet, dir, pkg string) []string {
 				}
 				recv := ""
 				if d.Recv != nil {
-					rt := d.Recv.List[0].Type
-					if s, ok := rt.(*ast.StarExpr); ok {
-						rt = s.X
-					}
-					if ix, ok := rt.(*ast.IndexExpr); ok {
-						rt = ix.X
-					}
-					if ix, ok := rt.(*ast.IndexListExpr); ok {
-						rt = ix.X
-					}
-					if id, ok := rt.(*ast.Ident); !ok || !id.IsExported() {
+					if !exportedRecv(d.Recv.List[0].Type) {
 						continue
 					}
 					recv = "(" + node(d.Recv.List[0].Type) + ") "
@@ -241,5 +231,122 @@ type I interface{ Do() }
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("surface:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// undocumented returns the exported declarations of the non-test Go files
+// in dir that have no doc comment: funcs and methods (but the methods of
+// the standard interfaces error, fmt.Stringer and errors' Is and Unwrap,
+// whose behaviour their interfaces state), types, and consts and vars
+// outside a documented group.
+func undocumented(t *testing.T, fset *token.FileSet, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	standard := map[string]bool{"Error": true, "String": true, "Is": true, "Unwrap": true}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasSuffix(name, ".pb.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := func(p token.Pos) string { return fset.Position(p).String() }
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() || d.Doc != nil || (d.Recv != nil && standard[d.Name.Name]) {
+					continue
+				}
+				if d.Recv != nil && !exportedRecv(d.Recv.List[0].Type) {
+					continue
+				}
+				out = append(out, where(d.Pos())+": "+d.Name.Name)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && s.Doc == nil && d.Doc == nil {
+							out = append(out, where(s.Pos())+": "+s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() && s.Doc == nil && d.Doc == nil && s.Comment == nil {
+								out = append(out, where(n.Pos())+": "+n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(rt ast.Expr) bool {
+	if s, ok := rt.(*ast.StarExpr); ok {
+		rt = s.X
+	}
+	switch ix := rt.(type) {
+	case *ast.IndexExpr:
+		rt = ix.X
+	case *ast.IndexListExpr:
+		rt = ix.X
+	}
+	id, ok := rt.(*ast.Ident)
+	return ok && id.IsExported()
+}
+
+func TestEveryExportedIdentifierHasADocComment(t *testing.T) {
+	fset := token.NewFileSet()
+	var missing []string
+	for _, p := range packages(t) {
+		missing = append(missing, undocumented(t, fset, p[1])...)
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d exported identifiers without a doc comment (say what each does):\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+}
+
+func TestUndocumentedFindsWhatHasNoDocComment(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+// Documented does nothing.
+func Documented() {}
+
+func Bare() {}
+
+type T struct{}
+
+func (T) Error() string { return "" }
+
+func (T) Method() {}
+
+// Group of constants.
+const (
+	A = 1
+	B = 2
+)
+
+var V = 3
+
+const W = 4 // W is a trailing comment.
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range undocumented(t, token.NewFileSet(), dir) {
+		names = append(names, m[strings.LastIndex(m, " ")+1:])
+	}
+	if want := []string{"Bare", "T", "Method", "V"}; !slices.Equal(names, want) {
+		t.Errorf("undocumented: %v, want %v", names, want)
 	}
 }
