@@ -193,8 +193,9 @@ type Region struct {
 	Name string
 	// Store reads and writes the region's replica, through a DynamoDB
 	// client for that region. In HomeRegion and Strong modes its
-	// Options().Region must equal Name: records carry the region that wrote
-	// them, and commits are routed back there.
+	// Options().Region must equal Name (records carry the region that wrote
+	// them, and commits are routed back there), and so must the AWS region
+	// of its client, Client and Scanner (see New).
 	Store *dynamostore.Store
 	// Scanner lists the region's failover records for Reconcile: the same
 	// region's DynamoDB client. Optional; Reconcile fails without it.
@@ -213,7 +214,8 @@ type RegionClient interface {
 }
 
 // NewRegion returns the Region name over table, read and written through
-// client (a DynamoDB client for that region): a dynamostore.Store with
+// client (a DynamoDB client for that region; in HomeRegion and Strong
+// modes New refuses one configured for another): a dynamostore.Store with
 // Options.Region set to name, after optFns, and client as its Scanner and
 // Client.
 func NewRegion(name string, client RegionClient, table string, optFns ...func(*dynamostore.Options)) Region {
@@ -253,7 +255,14 @@ var _ idemkey.Store = (*Store)(nil)
 //
 //   - no region; a region without a name, with a NUL byte in its name, or
 //     without a store; two regions of one name; in HomeRegion and Strong
-//     modes, a region whose store writes another region name (or none);
+//     modes, a region whose store writes another region name (or none),
+//     or one with a client (its store's, its Client or its Scanner) that
+//     is configured for another AWS region (dynamodb.Client.Options().Region)
+//     or does not say which: a client that does not have the method
+//     Options() dynamodb.Options, as a wrapper may not. Two swapped clients
+//     would otherwise match the topology record's names and pins, and a
+//     key would be claimed in a region that is not its home. The check
+//     makes no call;
 //   - SingleRegion with more than one region; Local naming an unknown
 //     region; Pins or Failover outside HomeRegion mode; a pin to an unknown
 //     region;
@@ -305,6 +314,8 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		case o.Mode != SingleRegion && r.Store.Options().Region != r.Name:
 			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" writes region "+
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
+		case o.Mode != SingleRegion && clientRegionMismatch(r) != "":
+			return nil, bad(field, clientRegionMismatch(r))
 		case o.Mode == HomeRegion && r.Client == nil:
 			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no Client: HomeRegion mode reads the table's topology record through it (NewRegion sets it)")
 		case i > 0 && r.Store.Table() != regions[0].Store.Table():
@@ -387,6 +398,36 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	}
 	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
 	return s, nil
+}
+
+// regionReporter is a DynamoDB client that says which AWS region it is
+// configured for, as *dynamodb.Client does.
+type regionReporter interface{ Options() dynamodb.Options }
+
+// clientRegionMismatch returns why a client of r is not a client of the
+// region r names, or "" when every one is: each must report its AWS region
+// and it must be r.Name.
+func clientRegionMismatch(r Region) string {
+	clients := []struct {
+		role   string
+		client any
+	}{{"store's client", r.Store.Client()}, {"Client", r.Client}, {"Scanner", r.Scanner}}
+	for _, c := range clients {
+		if c.client == nil {
+			continue
+		}
+		rr, ok := c.client.(regionReporter)
+		if !ok {
+			return fmt.Sprintf("the %s of region %q (a %T) does not report its AWS region, so New cannot check that it is that region's: "+
+				"pass the region's *dynamodb.Client (put fault injection and counting in its middleware), or give the wrapper the method "+
+				"Options() dynamodb.Options returning the wrapped client's options", c.role, r.Name, c.client)
+		}
+		if got := rr.Options().Region; got != r.Name {
+			return fmt.Sprintf("the %s of region %q is configured for AWS region %q: give each region its own client "+
+				"(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Region = %q }))", c.role, r.Name, got, r.Name)
+		}
+	}
+	return ""
 }
 
 // fenced reports whether the Store runs the failover fence (Failover or

@@ -205,7 +205,7 @@ func TestStoreDoesNotWriteAFirstTopologyRecordWhileAnotherRegionHoldsOne(t *test
 // record never answer: a partitioned region. It records the deadline of
 // each read it held.
 type hangingTopologyReads struct {
-	multiregion.TopologyClient
+	*dynamodb.Client
 	deadlines chan time.Time
 }
 
@@ -222,7 +222,7 @@ func TestTopologyRefreshIsBoundedWhenARegionDoesNotAnswer(t *testing.T) {
 	written, err := multiregion.AdvanceTopology(ctx, w.regions[0], multiregion.Topology{Regions: three})
 	require.NoError(t, err)
 
-	hang := &hangingTopologyReads{TopologyClient: w.regions[2].Client, deadlines: make(chan time.Time, 1)}
+	hang := &hangingTopologyReads{Client: w.regions[2].Client.(*dynamodb.Client), deadlines: make(chan time.Time, 1)}
 	w.regions[2].Client = hang
 	router := w.router(homeMode, func(o *multiregion.Options) { o.TopologyReadTimeout = 50 * time.Millisecond })
 
