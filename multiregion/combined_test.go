@@ -58,6 +58,42 @@ func (w *world) keyRecords(region string) []string {
 	return out
 }
 
+// keyFailingOverTo returns a key whose first failover region is r, and its
+// home.
+func keyFailingOverTo(t *testing.T, r string) (key, home string) {
+	t.Helper()
+	for i := range 1000 {
+		k := fmt.Sprintf("key-%d", i)
+		if o := multiregion.HomeOrder(tenant, k, three); o[0] != r && o[1] == r {
+			return k, o[0]
+		}
+	}
+	t.Fatalf("no key fails over to %s", r)
+	return "", ""
+}
+
+// rehoming is a key homed in x under t1 (the three regions, written as
+// the topology record through writer) and pinned to y, its first failover
+// region, under t2.
+type rehoming struct {
+	x, y, key string
+	writer    multiregion.Region
+	pins      map[string]string
+	t1, t2    multiregion.Topology
+}
+
+func (w *world) rehoming() rehoming {
+	w.t.Helper()
+	rh := rehoming{x: three[0], key: keyHomedIn(w.t, three[0]), t1: multiregion.Topology{Regions: three}}
+	rh.y = multiregion.HomeOrder(tenant, rh.key, three)[1]
+	rh.writer = writerOtherThan(w.t, w, rh.x, rh.y)
+	rh.pins = map[string]string{tenant: rh.y}
+	rh.t2 = multiregion.Topology{Regions: three, Pins: rh.pins}
+	_, err := multiregion.AdvanceTopology(context.Background(), rh.writer, rh.t1)
+	require.NoError(w.t, err)
+	return rh
+}
+
 // advanceTopology runs every step of the change to next through writer,
 // waiting the lag and the refresh between steps.
 func (w *world) advanceTopology(writer multiregion.Region, next multiregion.Topology, wait time.Duration) {
@@ -81,15 +117,8 @@ func TestRehomedKeysStaleCopyIsNotSweptByItsOldHome(t *testing.T) {
 	const lag = 10 * time.Second
 	w := newWorld(t, lag, false)
 	ctx := context.Background()
-	x := three[0]
-	key := keyHomedIn(t, x)
-	y := multiregion.HomeOrder(tenant, key, three)[1]
-	writer := writerOtherThan(t, w, x, y)
-	t1 := multiregion.Topology{Regions: three}
-	p := map[string]string{tenant: y}
-	t2 := multiregion.Topology{Regions: three, Pins: p}
-	_, err := multiregion.AdvanceTopology(ctx, writer, t1)
-	require.NoError(t, err)
+	rh := w.rehoming()
+	x, y, key, writer, p, t2 := rh.x, rh.y, rh.key, rh.writer, rh.pins, rh.t2
 	w.advance(2 * lag)
 
 	before := w.router(homeMode, refresh(time.Second))
@@ -188,16 +217,7 @@ func TestRemovedRegionsRecordsAreSweptByTheRemainingRegions(t *testing.T) {
 	require.NoError(t, err)
 
 	homedInR := keyHomedIn(t, removed)
-	var failedOverToR string
-	for i := range 1000 {
-		k := fmt.Sprintf("key-%d", i)
-		if o := multiregion.HomeOrder(tenant, k, three); o[0] != removed && o[1] == removed {
-			failedOverToR = k
-			break
-		}
-	}
-	require.NotEmpty(t, failedOverToR)
-	darkHome := t1.Home(tenant, failedOverToR)
+	failedOverToR, darkHome := keyFailingOverTo(t, removed)
 
 	old := newService(t, w.router(failoverMode))
 	require.Equal(t, http.StatusCreated, old.post(homedInR, `{"amount":1}`).status)

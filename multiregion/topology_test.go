@@ -2,7 +2,6 @@ package multiregion_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -359,15 +358,7 @@ func TestHomeClaimFencesAFailoverRecordOfARegionBeingRemoved(t *testing.T) {
 	w := newWorld(t, time.Second, false)
 	ctx := context.Background()
 	removed := three[2]
-	var key, home string
-	for i := range 1000 {
-		k := fmt.Sprintf("key-%d", i)
-		if o := multiregion.HomeOrder(tenant, k, three); o[0] != removed && o[1] == removed {
-			key, home = k, o[0]
-			break
-		}
-	}
-	require.NotEmpty(t, key)
+	key, home := keyFailingOverTo(t, removed)
 	writer := writerOtherThan(t, w, home, removed)
 	t1 := multiregion.Topology{Regions: three}
 	t2 := multiregion.Topology{Regions: three[:2]}
