@@ -237,6 +237,7 @@ type Store struct {
 	// with failover: room is left for the failover suffix.
 	scopeRoom int
 	topo      topologyCache
+	mrsc      tableCheck
 }
 
 type region struct {
@@ -272,6 +273,8 @@ var _ idemkey.Store = (*Store)(nil)
 //     the claim, and declare EffectsKeyed;
 //   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
 //     have no TTL. Run a sweeper and declare EvictBySweeper;
+//   - Strong with a store whose client has no DescribeTable method: the
+//     first call checks with it that the table is MRSC (see Claim);
 //   - HomeRegion with Eviction = EvictByTTL (ErrTTLReplicated): on an MREC
 //     table a TTL deletion in a replica that has not yet seen the home
 //     region's newest write of a key is replicated and, being later, wins
@@ -316,6 +319,8 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
 		case o.Mode != SingleRegion && clientRegionMismatch(r) != "":
 			return nil, bad(field, clientRegionMismatch(r))
+		case o.Mode == Strong && !describes(r.Store):
+			return nil, bad(field, "the store's client of region "+strconv.Quote(r.Name)+" has no DescribeTable, with which Strong mode checks that the table is MRSC; pass the region's *dynamodb.Client")
 		case o.Mode == HomeRegion && r.Client == nil:
 			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no Client: HomeRegion mode reads the table's topology record through it (NewRegion sets it)")
 		case i > 0 && r.Store.Table() != regions[0].Store.Table():
@@ -398,6 +403,12 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	}
 	s.scopeRoom = dynamostore.MaxScopeBytes - len(failoverMarker) - longest
 	return s, nil
+}
+
+// describes reports whether st's client can describe the table.
+func describes(st *dynamostore.Store) bool {
+	_, ok := st.Client().(describer)
+	return ok
 }
 
 // regionReporter is a DynamoDB client that says which AWS region it is
@@ -503,7 +514,12 @@ func (s *Store) order(scope, key string) []*region {
 //
 // Strong mode: the claim goes to Options.Local, or to the next region when
 // that one cannot be reached; a ReplicatedWriteConflictException is retried
-// with backoff.
+// with backoff. The first call of a Strong-mode Store (Claim, Commit,
+// Release or Get) checks that the table is MRSC, with one DescribeTable
+// (Local's region first; its IAM action dynamodb:DescribeTable): a table
+// whose answer has no MultiRegionConsistency of STRONG is refused, by
+// every call from then on, with a *ConfigError matching ErrNotStrongTable,
+// and nothing is read or written.
 func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
@@ -520,6 +536,9 @@ func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Cl
 		}
 		return s.homeClaim(ctx, req)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		return strongCall(ctx, s, s.order(req.Scope, req.Key), req.Scope, req.Key, func(r *region) (*dynamostore.Claim, error) {
 			return r.store.Claim(ctx, req)
 		})
@@ -545,6 +564,9 @@ func (s *Store) Commit(ctx context.Context, c *dynamostore.Claim, resp idemkey.R
 		if n := tx.Len(); n > 0 {
 			return nil, fmt.Errorf("%w: the commit carries %d staged effects; write effects keyed by the idempotency key instead", ErrTransactionsUnsupported, n)
 		}
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		rs, err := s.strongClaimOrder(c)
 		if err != nil {
 			return nil, err
@@ -567,6 +589,9 @@ func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 		}
 		return r.store.Release(ctx, inRegion)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return err
+		}
 		rs, err := s.strongClaimOrder(c)
 		if err != nil {
 			return err
@@ -603,6 +628,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*dynamostore.Record
 		}
 		return s.homeGet(ctx, scope, key)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		return strongCall(ctx, s, s.order(scope, key), scope, key, func(r *region) (*dynamostore.Record, error) {
 			return r.store.Get(ctx, scope, key)
 		})
