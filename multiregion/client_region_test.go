@@ -3,6 +3,7 @@ package multiregion_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,27 @@ func TestNewRefusesAClientThatDoesNotReportItsRegion(t *testing.T) {
 
 	_, err = multiregion.New([]multiregion.Region{wrapped})
 	assert.NoError(t, err)
+}
+
+// A lease shorter than MinLease leaves a request no time under the clock
+// skew the protocol assumes: refused in the multi-region modes, naming the
+// bound.
+func TestNewRefusesALeaseShorterThanTheClockSkewMargin(t *testing.T) {
+	regions := func(lease time.Duration) []multiregion.Region {
+		var out []multiregion.Region
+		for _, n := range three {
+			out = append(out, multiregion.NewRegion(n, dynamodb.New(dynamodb.Options{Region: n}), "keys",
+				func(o *dynamostore.Options) { o.Lease = lease }))
+		}
+		return out
+	}
+	for _, mode := range []func(*multiregion.Options){homeMode, strongMode("us-east-1")} {
+		_, err := multiregion.New(regions(multiregion.MinLease-time.Millisecond), mode)
+		assert.ErrorIs(t, err, multiregion.ErrInvalidConfig)
+		assert.ErrorContains(t, err, "shorter than MinLease (2s)")
+		_, err = multiregion.New(regions(multiregion.MinLease), mode)
+		assert.NoError(t, err)
+	}
+	_, err := multiregion.New(regions(time.Millisecond)[:1])
+	assert.NoError(t, err, "a single region is a dynamostore.Store: its Lease is its own")
 }

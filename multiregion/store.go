@@ -101,6 +101,17 @@ type RetryOptions struct {
 	BaseDelay, MaxDelay time.Duration
 }
 
+// MaxClockSkew is the clock skew the protocol assumes between any two
+// processes (and sweepers) that use the table, in any region: see the
+// package documentation (Clocks).
+const MaxClockSkew = time.Second
+
+// MinLease is the shortest dynamostore Lease New accepts in HomeRegion and
+// Strong modes: twice MaxClockSkew, so that a request has at least
+// MaxClockSkew to finish in before a process whose clock runs ahead by the
+// skew may take its key over.
+const MinLease = 2 * MaxClockSkew
+
 // Options configure a Store. The zero value selects SingleRegion.
 type Options struct {
 	// Mode is the consistency model (default SingleRegion).
@@ -273,6 +284,8 @@ var _ idemkey.Store = (*Store)(nil)
 //     the claim, and declare EffectsKeyed;
 //   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
 //     have no TTL. Run a sweeper and declare EvictBySweeper;
+//   - in HomeRegion and Strong modes, a store whose Lease is shorter than
+//     MinLease (see the package documentation: Clocks);
 //   - Strong with a store whose client has no DescribeTable method: the
 //     first call checks with it that the table is MRSC (see Claim);
 //   - HomeRegion with Eviction = EvictByTTL (ErrTTLReplicated): on an MREC
@@ -319,6 +332,10 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
 		case o.Mode != SingleRegion && clientRegionMismatch(r) != "":
 			return nil, bad(field, clientRegionMismatch(r))
+		case o.Mode != SingleRegion && r.Store.Options().Lease < MinLease:
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" has a Lease of "+r.Store.Options().Lease.String()+
+				", shorter than MinLease ("+MinLease.String()+"): with clocks MaxClockSkew ("+MaxClockSkew.String()+") apart, a process whose clock runs ahead "+
+				"could take a claim over while its request still runs; set dynamostore.Options.Lease to at least the longest request plus MaxClockSkew")
 		case o.Mode == Strong && !describes(r.Store):
 			return nil, bad(field, "the store's client of region "+strconv.Quote(r.Name)+" has no DescribeTable, with which Strong mode checks that the table is MRSC; pass the region's *dynamodb.Client")
 		case o.Mode == HomeRegion && r.Client == nil:
