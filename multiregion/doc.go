@@ -197,10 +197,13 @@
 // therefore refuses Eviction = EvictByTTL (ErrTTLReplicated): turn TTL off
 // (dynamostore.EnsureTableWithoutTTL checks it; idemctl create-table
 // -no-ttl), and in each region run a sweeper over that region's replica
-// with dynamostore.SweepOptions.Region set to the region's name. Every
-// record is then deleted only in the one region that writes it (its home,
-// or for a failover record its failover region), where the delete is
-// ordered with that region's writes of the item. New cannot read the
+// with dynamostore.SweepOptions.Region set to the region's name and
+// SweepOptions.Owns to the Store's SweepOwner for it. Every record is then
+// deleted only in the one region that now writes it (the key's home under
+// the topology record, or for a failover record its failover region, and
+// the key's home once that region is removed), where the delete is
+// ordered with that region's writes of the item; a key re-homed by a
+// change is deleted by its new home, never from its old home's replica. New cannot read the
 // table's TTL setting itself (it does no I/O); the declaration is required
 // instead and EnsureTableWithoutTTL verifies it at start.
 //
