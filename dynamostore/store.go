@@ -171,6 +171,10 @@ func (s *Store) Table() string { return s.table }
 // Options returns the store's effective options.
 func (s *Store) Options() Options { return s.opts }
 
+// Client returns the client the store calls DynamoDB through, as New
+// received it.
+func (s *Store) Client() Client { return s.client }
+
 // Outcome is the result of a claim.
 type Outcome int
 

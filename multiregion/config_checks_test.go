@@ -26,14 +26,14 @@ import (
 // two processes that start at the same time, both read "no record"
 // everywhere, then both write their first record.
 type racingFirstWrites struct {
-	multiregion.TopologyClient
+	*dynamodb.Client
 	reads   *atomic.Int64
 	need    int64
 	allRead chan struct{}
 }
 
 func (c *racingFirstWrites) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	out, err := c.TopologyClient.GetItem(ctx, in, opts...)
+	out, err := c.Client.GetItem(ctx, in, opts...)
 	if c.reads.Add(1) == c.need {
 		close(c.allRead)
 	}
@@ -45,7 +45,7 @@ func (c *racingFirstWrites) PutItem(ctx context.Context, in *dynamodb.PutItemInp
 	case <-c.allRead:
 	case <-time.After(5 * time.Second):
 	}
-	return c.TopologyClient.PutItem(ctx, in, opts...)
+	return c.Client.PutItem(ctx, in, opts...)
 }
 
 func fpOf(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
@@ -64,7 +64,7 @@ func TestTwoFirstRecordsOfOneVersionThatDifferServeNothing(t *testing.T) {
 		var out []multiregion.Region
 		for _, r := range w.cluster.Regions() {
 			reg := multiregion.NewRegion(r.Name, r.Client, keysTable, func(o *dynamostore.Options) { o.Now = w.clock.Now; o.Lease = time.Minute })
-			reg.Client = &racingFirstWrites{TopologyClient: reg.Client, reads: &reads, need: 6, allRead: allRead}
+			reg.Client = &racingFirstWrites{Client: reg.Client.(*dynamodb.Client), reads: &reads, need: 6, allRead: allRead}
 			out = append(out, reg)
 		}
 		return out

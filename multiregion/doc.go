@@ -197,10 +197,13 @@
 // therefore refuses Eviction = EvictByTTL (ErrTTLReplicated): turn TTL off
 // (dynamostore.EnsureTableWithoutTTL checks it; idemctl create-table
 // -no-ttl), and in each region run a sweeper over that region's replica
-// with dynamostore.SweepOptions.Region set to the region's name. Every
-// record is then deleted only in the one region that writes it (its home,
-// or for a failover record its failover region), where the delete is
-// ordered with that region's writes of the item. New cannot read the
+// with dynamostore.SweepOptions.Region set to the region's name and
+// SweepOptions.Owns to the Store's SweepOwner for it. Every record is then
+// deleted only in the one region that now writes it (the key's home under
+// the topology record, or for a failover record its failover region, and
+// the key's home once that region is removed), where the delete is
+// ordered with that region's writes of the item; a key re-homed by a
+// change is deleted by its new home, never from its old home's replica. New cannot read the
 // table's TTL setting itself (it does no I/O); the declaration is required
 // instead and EnsureTableWithoutTTL verifies it at start.
 //
@@ -251,6 +254,35 @@
 // In HomeRegion mode New refuses EffectsKeyed: on an MREC table a keyed
 // effect's attribute_not_exists is checked only in the region that writes
 // it, so it stops no second execution elsewhere.
+//
+// Strong mode checks that the table is MRSC before its first call: one
+// DescribeTable, whose MultiRegionConsistency must be STRONG (see Claim);
+// any other table is refused with ErrNotStrongTable.
+//
+// # Clocks: the skew the protocol assumes
+//
+// Every time a decision compares (a claim's lock expiry, a record's
+// expiry, a sweeper's "stuck" and "expired", the fence's "abandoned") is
+// written with the clock of the process that wrote the record and read
+// with the clock of the process that decides, in whatever region. The
+// guarantee assumes that the clocks of all processes and sweepers on the
+// table, in every region, agree within MaxClockSkew (1 second; Amazon Time
+// Sync keeps EC2 and Lambda clocks within milliseconds), and that every
+// request finishes (claim to commit) within dynamostore's Lease minus
+// MaxClockSkew. Within that bound nothing executes twice for a skew: a
+// claim is taken over only after its owner's lease, and a completed record
+// replays for Retention minus MaxClockSkew at least. Beyond it, a process
+// whose clock runs ahead of the claim's writer by more than the time left
+// of the lease takes the key over while its owner still runs: the handler
+// runs a second time, concurrently; the first commit, fenced by its lock
+// token, then fails, so staged effects still commit once, but anything the
+// handler did outside the transaction happens twice. A retry near the end
+// of Retention reaching a process (or a sweeper deleting) ahead by more
+// than the time left sees the record expired and executes again, effects
+// included. In HomeRegion and Strong modes New refuses a region's store
+// whose Lease is shorter than MinLease (twice MaxClockSkew), which leaves
+// no request time under the bound. The simulation shows both sides
+// (modes home-skewed-clocks and home-skewed-clocks-beyond).
 //
 // README.md in this directory has the decision table.
 //

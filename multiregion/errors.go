@@ -34,6 +34,16 @@ var (
 	// unless Options.Eviction is EvictBySweeper.
 	ErrTTLReplicated = errors.New("multiregion: TTL deletions replicate across an MREC table and can erase a live record")
 
+	// ErrNotStrongTable reports a Strong-mode Store over a table that is
+	// not a multi-Region strongly consistent (MRSC) global table: its
+	// DescribeTable answer has no MultiRegionConsistency of STRONG (a
+	// single-Region or MREC table, or an implementation that does not say).
+	// Conditional writes in two regions of such a table are not checked
+	// against each other, so a key could execute once per region. Claim,
+	// Commit, Release and Get return it (in a *ConfigError) before anything
+	// is read or written.
+	ErrNotStrongTable = errors.New("multiregion: the table is not a multi-Region strongly consistent (MRSC) table")
+
 	// ErrUnknownRegion reports a claim whose record names a region the
 	// router does not know (a claim made by another router or store).
 	ErrUnknownRegion = errors.New("multiregion: claim from an unknown region")
@@ -43,15 +53,16 @@ var (
 	ErrNoScanner = errors.New("multiregion: region has no scanner")
 )
 
-// ConfigError is the error New returns for a configuration it refuses. It
+// ConfigError is the error New returns for a configuration it refuses, and
+// the error a Strong-mode call returns over a table that is not MRSC. It
 // matches ErrInvalidConfig, and also ErrTransactionsUnsupported,
-// ErrTTLUnsupported or ErrTTLReplicated when that is the reason, with
-// errors.Is.
+// ErrTTLUnsupported, ErrTTLReplicated or ErrNotStrongTable when that is
+// the reason, with errors.Is. It is permanent: retrying does not help.
 type ConfigError struct {
 	Mode   Mode
 	Field  string // the option or region at fault, e.g. "Effects"
 	Reason string // what is wrong and what to do instead
-	Err    error  // ErrInvalidConfig, ErrTransactionsUnsupported, ErrTTLUnsupported or ErrTTLReplicated
+	Err    error  // ErrInvalidConfig, ErrTransactionsUnsupported, ErrTTLUnsupported, ErrTTLReplicated or ErrNotStrongTable
 }
 
 func (e *ConfigError) Error() string {

@@ -26,11 +26,15 @@ func ExampleHomeOrder() {
 // Strong mode refuses effects staged in transactions: MRSC tables reject
 // TransactWriteItems.
 func ExampleNew_strongRefusesStagedEffects() {
-	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"}) // one client per region in real use
-	regions := []multiregion.Region{
-		multiregion.NewRegion("us-east-1", client, "idemkey-keys"),
-		multiregion.NewRegion("us-east-2", client, "idemkey-keys"),
-		multiregion.NewRegion("us-west-2", client, "idemkey-keys"),
+	// One client per region (in real use dynamodb.NewFromConfig(cfg, ...)):
+	// New refuses a client configured for another region than its name.
+	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
+	inRegion := func(name string) *dynamodb.Client {
+		return dynamodb.New(client.Options(), func(o *dynamodb.Options) { o.Region = name })
+	}
+	var regions []multiregion.Region
+	for _, name := range []string{"us-east-1", "us-east-2", "us-west-2"} {
+		regions = append(regions, multiregion.NewRegion(name, inRegion(name), "idemkey-keys"))
 	}
 	_, err := multiregion.New(regions, func(o *multiregion.Options) {
 		o.Mode = multiregion.Strong
@@ -52,11 +56,12 @@ func ExampleNew_strongRefusesStagedEffects() {
 
 // HomeRegion mode with failover, and the metric of every failover decision.
 func ExampleNew_homeRegionWithFailover() {
-	client := dynamodb.New(dynamodb.Options{Region: "eu-west-1"})
+	euWest1 := dynamodb.New(dynamodb.Options{Region: "eu-west-1"})
+	euCentral1 := dynamodb.New(dynamodb.Options{Region: "eu-central-1"})
 	var counters multiregion.Counters
 	store, err := multiregion.New([]multiregion.Region{
-		multiregion.NewRegion("eu-west-1", client, "idemkey-keys"),
-		multiregion.NewRegion("eu-central-1", client, "idemkey-keys"),
+		multiregion.NewRegion("eu-west-1", euWest1, "idemkey-keys"),
+		multiregion.NewRegion("eu-central-1", euCentral1, "idemkey-keys"),
 	}, func(o *multiregion.Options) {
 		o.Mode = multiregion.HomeRegion
 		o.Eviction = multiregion.EvictBySweeper // TTL off; a sweeper per region (dynamostore.SweepOptions.Region)

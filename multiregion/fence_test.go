@@ -99,9 +99,11 @@ func TestHomeExecutionRetiresAnAbandonedFailoverClaimSoItsOwnerCannotCommit(t *t
 }
 
 // A down: the key executes in failover region B and replicates to A; then
-// B becomes unreachable. The retry at A decides from A's replica of B's
-// failover record: a replay, promoted into the home record.
-func TestHomeRetryDecidesFromTheReplicatedFailoverRecordWhenItsRegionIsUnreachable(t *testing.T) {
+// B becomes unreachable. Get, with nothing in the home record, reads A's
+// replica of B's failover record instead of answering not found (issue 27,
+// finding 4); the retry at A decides from it: a replay, promoted into the
+// home record.
+func TestHomeReadAndRetryDecideFromTheReplicatedFailoverRecordWhenItsRegionIsUnreachable(t *testing.T) {
 	w := newWorld(t, time.Second, false)
 	router := w.router(failoverMode)
 	svc := newService(t, router)
@@ -115,6 +117,14 @@ func TestHomeRetryDecidesFromTheReplicatedFailoverRecordWhenItsRegionIsUnreachab
 	w.cluster.Restore(home)
 	w.advance(2 * time.Second) // B's failover record reaches A
 	w.cluster.CutOff(failover)
+
+	got, err := router.Get(context.Background(), tenant, key)
+	require.NoError(t, err, "the home's replica holds B's failover record")
+	assert.Equal(t, dynamostore.StateCompleted, got.State)
+	assert.Equal(t, failover, got.Region, "the execution ran in B")
+	assert.Equal(t, tenant, got.Scope)
+	require.NotNil(t, got.Response)
+	assert.Equal(t, first.body, string(got.Response.Body))
 
 	retry := svc.post(key, `{"amount":4}`)
 	assert.Equal(t, http.StatusCreated, retry.status, retry.body)

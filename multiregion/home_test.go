@@ -16,12 +16,12 @@ import (
 var three = []string{"us-east-1", "eu-west-1", "ap-southeast-2"}
 
 // offline returns regions whose stores are never called: the tests of this
-// file exercise routing decisions only. The client has no endpoint.
+// file exercise routing decisions only. Each region has its own client,
+// configured for that region and without an endpoint.
 func offline(names ...string) []multiregion.Region {
-	client := dynamodb.New(dynamodb.Options{Region: "us-east-1"})
 	var out []multiregion.Region
 	for _, n := range names {
-		out = append(out, multiregion.NewRegion(n, client, "keys"))
+		out = append(out, multiregion.NewRegion(n, dynamodb.New(dynamodb.Options{Region: n}), "keys"))
 	}
 	return out
 }

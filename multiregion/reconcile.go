@@ -73,9 +73,18 @@ type ReconcileReport struct {
 
 // Reconcile checks the fence of HomeRegion mode: it lists every live
 // failover record (a full Scan of each region's key table, through
-// Region.Scanner, filtered on the failover marker; each region is asked
-// only for the records it wrote itself) and compares each with the key's
-// home record, read in the home region.
+// Region.Scanner, filtered on the failover marker) and compares each with
+// the key's home record, read in the home region. It follows the table's
+// topology record, read as Claim reads it (a configuration the record
+// contradicts gets a *ConfigError matching ErrTopologyMismatch): a key's
+// home is its home under the record's active topology, and each region is
+// asked for the failover records it wrote itself and, for the keys it
+// homes, for those of regions the Store has no client for (a region
+// removed, or being removed, from the topology: its records are read in
+// the home's replica). While
+// the record changes, a key whose two topologies home it in different
+// regions is left Pending: run Reconcile again once the change is
+// finished.
 //
 //   - No live home record: the failover execution is promoted into the
 //     home key (a claim in the home region, whose condition holds only
@@ -96,8 +105,13 @@ type ReconcileReport struct {
 // again on every run until their records expire (retention): run it when
 // the home region is reachable again after a failover, and on demand. A
 // failover record written after Reconcile listed the records is seen by the
-// next run. Errors: ErrInvalidConfig outside HomeRegion mode, ErrNoScanner,
-// and failures of the home reads other than unreachability.
+// next run. Each Scan returns every failover record of its region's
+// replica (the filter cannot name the regions a region answers for): the
+// read capacity is the full table's either way. Errors: ErrInvalidConfig
+// outside HomeRegion mode, ErrNoScanner, those of CheckTopology (a
+// *ConfigError matching ErrTopologyMismatch, a *RegionError when no
+// region's record can be read), and failures of the home reads other than
+// unreachability.
 func (s *Store) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	if s.opts.Mode != HomeRegion {
 		return nil, &ConfigError{Mode: s.opts.Mode, Field: "Mode", Reason: "Reconcile applies to HomeRegion mode only", Err: ErrInvalidConfig}
@@ -107,17 +121,29 @@ func (s *Store) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 			return nil, fmt.Errorf("%w: region %q", ErrNoScanner, r.name)
 		}
 	}
+	rec, err := s.topology(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts := []Topology{s.configured()}
+	if rec != nil {
+		ts = []Topology{rec.Active}
+		if rec.Consulted != nil {
+			ts = append(ts, *rec.Consulted)
+		}
+	}
 	type ref struct{ scope, key string }
-	found := map[ref][]*region{}
+	found := map[ref][]failoverCopy{}
 	rep := &ReconcileReport{}
 	for _, r := range s.regions {
-		keys, err := s.listFailover(ctx, r)
+		copies, err := s.listFailover(ctx, r, ts)
 		if err != nil {
 			rep.Unreachable = append(rep.Unreachable, r.name)
 			continue
 		}
-		for _, k := range keys {
-			found[ref{k[0], k[1]}] = append(found[ref{k[0], k[1]}], r)
+		for _, c := range copies {
+			k := ref{c.scope, c.key}
+			found[k] = append(found[k], c)
 		}
 	}
 	refs := make([]ref, 0, len(found))
@@ -126,16 +152,25 @@ func (s *Store) Reconcile(ctx context.Context) (*ReconcileReport, error) {
 	}
 	slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.key, b.key)) })
 	for _, k := range refs {
-		if err := s.reconcileKey(ctx, k.scope, k.key, found[k], rep); err != nil {
+		if err := s.reconcileKey(ctx, ts, k.scope, k.key, found[k], rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// listFailover returns the (scope, key) of every failover record r wrote.
-func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error) {
-	var out [][2]string
+// failoverCopy is a failover record of (scope, key) that writer wrote, to
+// be read in reader's replica.
+type failoverCopy struct {
+	scope, key, writer string
+	reader             *region
+}
+
+// listFailover returns the failover records r answers for under the
+// topologies ts (one, or the two of a change): those r wrote, and those of
+// a region the Store has no client for whose key r homes under ts[0].
+func (s *Store) listFailover(ctx context.Context, r *region, ts []Topology) ([]failoverCopy, error) {
+	var out []failoverCopy
 	table := r.store.Table()
 	ks := keyschema.Schema(r.store.Options().Schema)
 	projection, names := ks.KeyProjection()
@@ -145,7 +180,7 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 		ProjectionExpression:     aws.String(projection),
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":marker": &types.AttributeValueMemberS{Value: failoverMarker + r.name},
+			":marker": &types.AttributeValueMemberS{Value: failoverMarker},
 		},
 		ConsistentRead: aws.Bool(true),
 	}
@@ -163,9 +198,11 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 			if !ok {
 				continue
 			}
-			// The filter is only a prefilter: keep exactly r's own records.
-			if scope, reg, ok := splitFailoverScope(stored); ok && reg == r.name {
-				out = append(out, [2]string{scope, key})
+			// The filter is only a prefilter: keep exactly the records r
+			// answers for.
+			scope, writer, ok := splitFailoverScope(stored)
+			if ok && (writer == r.name || (s.byName[writer] == nil && ts[0].Home(scope, key) == r.name)) {
+				out = append(out, failoverCopy{scope: scope, key: key, writer: writer, reader: r})
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
@@ -175,11 +212,19 @@ func (s *Store) listFailover(ctx context.Context, r *region) ([][2]string, error
 	}
 }
 
-func (s *Store) reconcileKey(ctx context.Context, scope, key string, regions []*region, rep *ReconcileReport) error {
+func (s *Store) reconcileKey(ctx context.Context, ts []Topology, scope, key string, copies []failoverCopy, rep *ReconcileReport) error {
 	name := strconv.Quote(scope) + "/" + strconv.Quote(key)
+	home := s.byName[ts[0].Home(scope, key)]
+	if home == nil || (len(ts) > 1 && ts[1].Home(scope, key) != home.name) {
+		// Two homes while the record changes, or a home this process has
+		// no client for: decided once the change is finished.
+		rep.Pending = append(rep.Pending, name)
+		return nil
+	}
 	var done []*dynamostore.Record
-	for _, r := range regions {
-		rec, err := r.store.Get(ctx, failoverScope(scope, r.name), key)
+	for _, c := range copies {
+		r := c.reader
+		rec, err := r.store.Get(ctx, failoverScope(scope, c.writer), key)
 		switch {
 		case errors.Is(err, dynamostore.ErrNotFound):
 			continue // expired or released since the scan
@@ -200,7 +245,6 @@ func (s *Store) reconcileKey(ctx context.Context, scope, key string, regions []*
 		return nil
 	}
 	slices.SortFunc(done, func(a, b *dynamostore.Record) int { return a.Completed.Compare(b.Completed) })
-	home := s.order(scope, key)[0]
 	cur, err := home.store.Get(ctx, scope, key)
 	switch {
 	case errors.Is(err, dynamostore.ErrNotFound):

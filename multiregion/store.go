@@ -101,6 +101,17 @@ type RetryOptions struct {
 	BaseDelay, MaxDelay time.Duration
 }
 
+// MaxClockSkew is the clock skew the protocol assumes between any two
+// processes (and sweepers) that use the table, in any region: see the
+// package documentation (Clocks).
+const MaxClockSkew = time.Second
+
+// MinLease is the shortest dynamostore Lease New accepts in HomeRegion and
+// Strong modes: twice MaxClockSkew, so that a request has at least
+// MaxClockSkew to finish in before a process whose clock runs ahead by the
+// skew may take its key over.
+const MinLease = 2 * MaxClockSkew
+
 // Options configure a Store. The zero value selects SingleRegion.
 type Options struct {
 	// Mode is the consistency model (default SingleRegion).
@@ -193,8 +204,9 @@ type Region struct {
 	Name string
 	// Store reads and writes the region's replica, through a DynamoDB
 	// client for that region. In HomeRegion and Strong modes its
-	// Options().Region must equal Name: records carry the region that wrote
-	// them, and commits are routed back there.
+	// Options().Region must equal Name (records carry the region that wrote
+	// them, and commits are routed back there), and so must the AWS region
+	// of its client, Client and Scanner (see New).
 	Store *dynamostore.Store
 	// Scanner lists the region's failover records for Reconcile: the same
 	// region's DynamoDB client. Optional; Reconcile fails without it.
@@ -213,7 +225,8 @@ type RegionClient interface {
 }
 
 // NewRegion returns the Region name over table, read and written through
-// client (a DynamoDB client for that region): a dynamostore.Store with
+// client (a DynamoDB client for that region; in HomeRegion and Strong
+// modes New refuses one configured for another): a dynamostore.Store with
 // Options.Region set to name, after optFns, and client as its Scanner and
 // Client.
 func NewRegion(name string, client RegionClient, table string, optFns ...func(*dynamostore.Options)) Region {
@@ -235,6 +248,7 @@ type Store struct {
 	// with failover: room is left for the failover suffix.
 	scopeRoom int
 	topo      topologyCache
+	mrsc      tableCheck
 }
 
 type region struct {
@@ -253,7 +267,14 @@ var _ idemkey.Store = (*Store)(nil)
 //
 //   - no region; a region without a name, with a NUL byte in its name, or
 //     without a store; two regions of one name; in HomeRegion and Strong
-//     modes, a region whose store writes another region name (or none);
+//     modes, a region whose store writes another region name (or none),
+//     or one with a client (its store's, its Client or its Scanner) that
+//     is configured for another AWS region (dynamodb.Client.Options().Region)
+//     or does not say which: a client that does not have the method
+//     Options() dynamodb.Options, as a wrapper may not. Two swapped clients
+//     would otherwise match the topology record's names and pins, and a
+//     key would be claimed in a region that is not its home. The check
+//     makes no call;
 //   - SingleRegion with more than one region; Local naming an unknown
 //     region; Pins or Failover outside HomeRegion mode; a pin to an unknown
 //     region;
@@ -263,6 +284,10 @@ var _ idemkey.Store = (*Store)(nil)
 //     the claim, and declare EffectsKeyed;
 //   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
 //     have no TTL. Run a sweeper and declare EvictBySweeper;
+//   - in HomeRegion and Strong modes, a store whose Lease is shorter than
+//     MinLease (see the package documentation: Clocks);
+//   - Strong with a store whose client has no DescribeTable method: the
+//     first call checks with it that the table is MRSC (see Claim);
 //   - HomeRegion with Eviction = EvictByTTL (ErrTTLReplicated): on an MREC
 //     table a TTL deletion in a replica that has not yet seen the home
 //     region's newest write of a key is replicated and, being later, wins
@@ -305,6 +330,14 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		case o.Mode != SingleRegion && r.Store.Options().Region != r.Name:
 			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" writes region "+
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
+		case o.Mode != SingleRegion && clientRegionMismatch(r) != "":
+			return nil, bad(field, clientRegionMismatch(r))
+		case o.Mode != SingleRegion && r.Store.Options().Lease < MinLease:
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" has a Lease of "+r.Store.Options().Lease.String()+
+				", shorter than MinLease ("+MinLease.String()+"): with clocks MaxClockSkew ("+MaxClockSkew.String()+") apart, a process whose clock runs ahead "+
+				"could take a claim over while its request still runs; set dynamostore.Options.Lease to at least the longest request plus MaxClockSkew")
+		case o.Mode == Strong && !describes(r.Store):
+			return nil, bad(field, "the store's client of region "+strconv.Quote(r.Name)+" has no DescribeTable, with which Strong mode checks that the table is MRSC; pass the region's *dynamodb.Client")
 		case o.Mode == HomeRegion && r.Client == nil:
 			return nil, bad(field, "region "+strconv.Quote(r.Name)+" has no Client: HomeRegion mode reads the table's topology record through it (NewRegion sets it)")
 		case i > 0 && r.Store.Table() != regions[0].Store.Table():
@@ -389,6 +422,42 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	return s, nil
 }
 
+// describes reports whether st's client can describe the table.
+func describes(st *dynamostore.Store) bool {
+	_, ok := st.Client().(describer)
+	return ok
+}
+
+// regionReporter is a DynamoDB client that says which AWS region it is
+// configured for, as *dynamodb.Client does.
+type regionReporter interface{ Options() dynamodb.Options }
+
+// clientRegionMismatch returns why a client of r is not a client of the
+// region r names, or "" when every one is: each must report its AWS region
+// and it must be r.Name.
+func clientRegionMismatch(r Region) string {
+	clients := []struct {
+		role   string
+		client any
+	}{{"store's client", r.Store.Client()}, {"Client", r.Client}, {"Scanner", r.Scanner}}
+	for _, c := range clients {
+		if c.client == nil {
+			continue
+		}
+		rr, ok := c.client.(regionReporter)
+		if !ok {
+			return fmt.Sprintf("the %s of region %q (a %T) does not report its AWS region, so New cannot check that it is that region's: "+
+				"pass the region's *dynamodb.Client (put fault injection and counting in its middleware), or give the wrapper the method "+
+				"Options() dynamodb.Options returning the wrapped client's options", c.role, r.Name, c.client)
+		}
+		if got := rr.Options().Region; got != r.Name {
+			return fmt.Sprintf("the %s of region %q is configured for AWS region %q: give each region its own client "+
+				"(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Region = %q }))", c.role, r.Name, got, r.Name)
+		}
+	}
+	return ""
+}
+
 // fenced reports whether the Store runs the failover fence (Failover or
 // Fence).
 func (s *Store) fenced() bool { return s.opts.Failover || s.opts.Fence }
@@ -462,7 +531,12 @@ func (s *Store) order(scope, key string) []*region {
 //
 // Strong mode: the claim goes to Options.Local, or to the next region when
 // that one cannot be reached; a ReplicatedWriteConflictException is retried
-// with backoff.
+// with backoff. The first call of a Strong-mode Store (Claim, Commit,
+// Release or Get) checks that the table is MRSC, with one DescribeTable
+// (Local's region first; its IAM action dynamodb:DescribeTable): a table
+// whose answer has no MultiRegionConsistency of STRONG is refused, by
+// every call from then on, with a *ConfigError matching ErrNotStrongTable,
+// and nothing is read or written.
 func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
@@ -479,6 +553,9 @@ func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Cl
 		}
 		return s.homeClaim(ctx, req)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		return strongCall(ctx, s, s.order(req.Scope, req.Key), req.Scope, req.Key, func(r *region) (*dynamostore.Claim, error) {
 			return r.store.Claim(ctx, req)
 		})
@@ -504,6 +581,9 @@ func (s *Store) Commit(ctx context.Context, c *dynamostore.Claim, resp idemkey.R
 		if n := tx.Len(); n > 0 {
 			return nil, fmt.Errorf("%w: the commit carries %d staged effects; write effects keyed by the idempotency key instead", ErrTransactionsUnsupported, n)
 		}
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		rs, err := s.strongClaimOrder(c)
 		if err != nil {
 			return nil, err
@@ -526,6 +606,9 @@ func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 		}
 		return r.store.Release(ctx, inRegion)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return err
+		}
 		rs, err := s.strongClaimOrder(c)
 		if err != nil {
 			return err
@@ -562,6 +645,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*dynamostore.Record
 		}
 		return s.homeGet(ctx, scope, key)
 	case Strong:
+		if err := s.strongTable(ctx); err != nil {
+			return nil, err
+		}
 		return strongCall(ctx, s, s.order(scope, key), scope, key, func(r *region) (*dynamostore.Record, error) {
 			return r.store.Get(ctx, scope, key)
 		})

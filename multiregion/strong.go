@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
@@ -87,4 +90,59 @@ func (s *Store) strongClaimOrder(c *dynamostore.Claim) ([]*region, error) {
 		}
 	}
 	return out, nil
+}
+
+// describer is the call with which Strong mode checks that the table is
+// MRSC. *dynamodb.Client has it.
+type describer interface {
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// tableCheck remembers the answer of Strong mode's check of the table.
+type tableCheck struct {
+	mu   sync.Mutex
+	done bool
+	err  error // the refusal, once the table was described as not MRSC
+}
+
+// strongTable checks, once per Store, that the table is MRSC: a
+// DescribeTable in the first region of the Store's order that answers.
+// A table described as anything else is refused for good (a *ConfigError
+// matching ErrNotStrongTable); when no region answers, the call fails with
+// a *RegionError and the next call checks again.
+func (s *Store) strongTable(ctx context.Context) error {
+	c := &s.mrsc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return c.err
+	}
+	table := s.local.store.Table()
+	var tried []string
+	var last error
+	for _, r := range s.order("", "") {
+		tried = append(tried, r.name)
+		out, err := r.store.Client().(describer).DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+		if err != nil {
+			err = &dynamostore.StoreError{Op: "DescribeTable", Err: err}
+			if unavailable(ctx, err) {
+				last = err
+				continue
+			}
+			return err
+		}
+		c.done = true
+		var got types.MultiRegionConsistency
+		if out.Table != nil {
+			got = out.Table.MultiRegionConsistency
+		}
+		if got != types.MultiRegionConsistencyStrong {
+			c.err = &ConfigError{Mode: Strong, Field: "Mode", Err: ErrNotStrongTable,
+				Reason: "DescribeTable in " + r.name + " answers MultiRegionConsistency " + strconv.Quote(string(got)) + " for table " + strconv.Quote(table) +
+					", not STRONG: conditional writes in two of its regions are not checked against each other. " +
+					"Create the table as an MRSC global table (replicas with MultiRegionConsistency STRONG), or serve this table in HomeRegion mode"}
+		}
+		return c.err
+	}
+	return &RegionError{Regions: tried, Err: last}
 }

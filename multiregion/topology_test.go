@@ -2,7 +2,6 @@ package multiregion_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -205,7 +204,7 @@ func TestStoreDoesNotWriteAFirstTopologyRecordWhileAnotherRegionHoldsOne(t *test
 // record never answer: a partitioned region. It records the deadline of
 // each read it held.
 type hangingTopologyReads struct {
-	multiregion.TopologyClient
+	*dynamodb.Client
 	deadlines chan time.Time
 }
 
@@ -222,7 +221,7 @@ func TestTopologyRefreshIsBoundedWhenARegionDoesNotAnswer(t *testing.T) {
 	written, err := multiregion.AdvanceTopology(ctx, w.regions[0], multiregion.Topology{Regions: three})
 	require.NoError(t, err)
 
-	hang := &hangingTopologyReads{TopologyClient: w.regions[2].Client, deadlines: make(chan time.Time, 1)}
+	hang := &hangingTopologyReads{Client: w.regions[2].Client.(*dynamodb.Client), deadlines: make(chan time.Time, 1)}
 	w.regions[2].Client = hang
 	router := w.router(homeMode, func(o *multiregion.Options) { o.TopologyReadTimeout = 50 * time.Millisecond })
 
@@ -359,15 +358,7 @@ func TestHomeClaimFencesAFailoverRecordOfARegionBeingRemoved(t *testing.T) {
 	w := newWorld(t, time.Second, false)
 	ctx := context.Background()
 	removed := three[2]
-	var key, home string
-	for i := range 1000 {
-		k := fmt.Sprintf("key-%d", i)
-		if o := multiregion.HomeOrder(tenant, k, three); o[0] != removed && o[1] == removed {
-			key, home = k, o[0]
-			break
-		}
-	}
-	require.NotEmpty(t, key)
+	key, home := keyFailingOverTo(t, removed)
 	writer := writerOtherThan(t, w, home, removed)
 	t1 := multiregion.Topology{Regions: three}
 	t2 := multiregion.Topology{Regions: three[:2]}

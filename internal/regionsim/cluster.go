@@ -47,6 +47,8 @@ type Options struct {
 	// multi-Region strongly consistent (MRSC) table, whose conditional
 	// writes are linearizable across regions because there is one copy.
 	// Nothing is replicated; cutting a region off still fails its clients.
+	// DescribeTable answers MultiRegionConsistency STRONG, as DynamoDB
+	// describes an MRSC table.
 	Shared bool
 }
 
@@ -604,6 +606,11 @@ func (f *front) Do(req *http.Request) (*http.Response, error) {
 	op := target[strings.LastIndexByte(target, '.')+1:]
 	switch op {
 	case "PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems":
+	case "DescribeTable":
+		if r.cluster.opts.Shared {
+			return describeStrong(r.raw.Do(req))
+		}
+		return r.raw.Do(req)
 	default:
 		return r.raw.Do(req)
 	}
@@ -632,5 +639,32 @@ func (f *front) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	r.cluster.capture(req.Context(), r, op, body)
+	return resp, nil
+}
+
+// describeStrong adds MultiRegionConsistency STRONG to a DescribeTable
+// answer of a Shared cluster: the emulator describes a plain table, and the
+// cluster models an MRSC one.
+func describeStrong(resp *http.Response, err error) (*http.Response, error) {
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]map[string]any
+	if err := json.Unmarshal(body, &out); err != nil || out["Table"] == nil {
+		return nil, fmt.Errorf("regionsim: DescribeTable answer without a table: %s", body)
+	}
+	out["Table"]["MultiRegionConsistency"] = "STRONG"
+	if body, err = json.Marshal(out); err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	resp.Header.Del("Content-Length")
+	resp.Header.Del("X-Amz-Crc32")
 	return resp, nil
 }

@@ -48,13 +48,45 @@ const (
 	// regions sweep. Result.Leftover counts R's records the remaining
 	// replicas still hold.
 	HomeRegionRemoved Mode = "home-region-removed"
+	// HomeSkewedClocks (HomeRegion with Failover): every region's clock is
+	// off by up to half multiregion.MaxClockSkew either way, so any two
+	// agree within the bound. A request claims its key from one region's
+	// process and runs until MaxClockSkew (plus 100 ms) before its lease
+	// ends, by its own clock; a retry reaches another region's process
+	// then. After the commit, every region sweeps and a retry reaches a
+	// third region's process MaxClockSkew (plus 100 ms) before the record
+	// expires, by its writer's clock. No duplicate: the first retry is
+	// answered 409, the second replays.
+	HomeSkewedClocks Mode = "home-skewed-clocks"
+	// HomeSkewedClocksBeyond is HomeSkewedClocks with clocks off by up to
+	// twice MaxClockSkew either way: beyond the bound. A retry whose
+	// process runs ahead of the claim's writer by more than the lease left
+	// takes the key over and runs the handler a second time (its commit
+	// wins, the stalled one is fenced: an execution, no duplicate effect);
+	// a retry, or the home's sweeper, ahead of the record's writer by more
+	// than the retention left sees it expired, and the key executes again:
+	// a duplicate.
+	HomeSkewedClocksBeyond Mode = "home-skewed-clocks-beyond"
 )
 
 // CombinedModes are the combined scenarios, which ParseMode knows too.
-var CombinedModes = []Mode{HomeRehomeSweep, HomeFailoverChain, HomeFailoverTopology, HomeRegionRemoved}
+var CombinedModes = []Mode{HomeRehomeSweep, HomeFailoverChain, HomeFailoverTopology, HomeRegionRemoved, HomeSkewedClocks, HomeSkewedClocksBeyond}
 
-// MaxSkew bounds the clock skew of a combined scenario's regions.
+// MaxSkew bounds the clock skew of a combined scenario's regions (but
+// the skewed-clocks scenarios', see skewBound).
 const MaxSkew = 250 * time.Millisecond
+
+// skewBound returns how far a region's clock may be off, either way, in a
+// combined scenario.
+func skewBound(mode Mode) time.Duration {
+	switch mode {
+	case HomeSkewedClocks:
+		return multiregion.MaxClockSkew / 2
+	case HomeSkewedClocksBeyond:
+		return 2 * multiregion.MaxClockSkew
+	}
+	return MaxSkew
+}
 
 // combinedEpisode returns the episode of a combined scenario, or nil.
 func combinedEpisode(mode Mode) func(*fenceSim, *op, *rand.Rand) error {
@@ -67,6 +99,8 @@ func combinedEpisode(mode Mode) func(*fenceSim, *op, *rand.Rand) error {
 		return (*fenceSim).failoverTopology
 	case HomeRegionRemoved:
 		return (*fenceSim).removedRegion
+	case HomeSkewedClocks, HomeSkewedClocksBeyond:
+		return (*fenceSim).skewedClocks
 	}
 	return nil
 }
@@ -81,8 +115,9 @@ func (f *fenceSim) combine() error {
 	}
 	rng := rand.New(rand.NewPCG(f.sc.Seed, 1<<40))
 	f.skew = map[string]time.Duration{}
+	bound := skewBound(f.mode)
 	for _, name := range f.names {
-		f.skew[name] = time.Duration(rng.Int64N(int64(2*MaxSkew)+1)) - MaxSkew
+		f.skew[name] = time.Duration(rng.Int64N(int64(2*bound)+1)) - bound
 	}
 	if f.mode == HomeRegionRemoved {
 		f.after = f.removeRegion
@@ -296,5 +331,42 @@ func (f *fenceSim) removeRegion() error {
 			}
 		}
 	}
+	return nil
+}
+
+// skewedClocks plays the two edges the clock skew moves: the end of a
+// claim's lease and the end of a record's retention, each reached by
+// another region's process than the one that wrote the record, whose clock
+// is off by the regions' skews.
+func (f *fenceSim) skewedClocks(o *op, rng *rand.Rand) error {
+	const margin = 100 * time.Millisecond
+	p := f.other(rng)
+	resume := f.stalledAttempt(o, p) // claims in the home with p's clock, stalls
+	if err := f.pump(fenceLease - multiregion.MaxClockSkew - margin); err != nil {
+		return err
+	}
+	committed := f.clock.Now()
+	f.attempt(o, f.other(rng, p)) // within the bound: 409
+	resume()
+	if err := f.pump(f.sc.Lag + time.Second); err != nil {
+		return err
+	}
+	home := f.topology().Home(o.scope, o.key)
+	rec, err := f.regions[slices.Index(f.names, home)].Store.Get(f.ctx, o.scope, o.key)
+	if err != nil {
+		return fmt.Errorf("the home record after the commit: %w", err)
+	}
+	// Whichever commit won, it was made at committed by the clock of its
+	// process, which wrote Completed and Expires. The record is live
+	// through the second Expires names, until Expires + 1s by that clock.
+	writerSkew := rec.Completed.Sub(committed)
+	advanceTo(f.clock, rec.Expires.Add(time.Second-writerSkew-multiregion.MaxClockSkew-margin))
+	if _, err := f.cluster.Pump(f.ctx); err != nil {
+		return err
+	}
+	if err := f.evict(); err != nil {
+		return err
+	}
+	f.attempt(o, f.other(rng)) // within the bound: a replay
 	return nil
 }

@@ -174,11 +174,7 @@ func (f *fenceSim) setup() error {
 		return err
 	}
 	for _, r := range f.cluster.Regions() {
-		f.regions = append(f.regions, multiregion.NewRegion(r.Name, r.Client, keysTable, func(o *dynamostore.Options) {
-			o.Now = f.now(r.Name)
-			o.Lease = fenceLease
-			o.Retention = fenceRetention
-		}))
+		f.regions = append(f.regions, multiregion.NewRegion(r.Name, r.Client, keysTable, f.storeOptions(r.Name)))
 	}
 	f.live = slices.Clone(f.names)
 	f.eviction = multiregion.EvictBySweeper
@@ -218,18 +214,12 @@ func (f *fenceSim) options() func(*multiregion.Options) {
 // the region's sweeper.
 func (f *fenceSim) fleet() error {
 	f.routers, f.services, f.sweeps = nil, nil, nil
-	var regions []multiregion.Region
-	for _, r := range f.regions {
-		if slices.Contains(f.live, r.Name) {
-			regions = append(regions, r)
-		}
-	}
 	for _, r := range f.cluster.Regions() {
 		if !slices.Contains(f.live, r.Name) {
 			f.routers, f.services = append(f.routers, nil), append(f.services, http.NotFoundHandler())
 			continue
 		}
-		router, err := multiregion.New(regions, f.options(), func(o *multiregion.Options) { o.Local = r.Name })
+		router, err := multiregion.New(f.processRegions(r.Name), f.options(), func(o *multiregion.Options) { o.Local = r.Name })
 		if err != nil {
 			return err
 		}
@@ -246,6 +236,33 @@ func (f *fenceSim) fleet() error {
 		}
 	}
 	return nil
+}
+
+// processRegions returns the live regions as the process of region proc
+// reaches them: in a combined scenario through stores that read proc's
+// clock (every record the process writes, in any region, carries its
+// clock), otherwise the shared stores, each with its region's clock.
+func (f *fenceSim) processRegions(proc string) []multiregion.Region {
+	var out []multiregion.Region
+	for _, r := range f.regions {
+		if !slices.Contains(f.live, r.Name) {
+			continue
+		}
+		if f.skew != nil {
+			r = multiregion.NewRegion(r.Name, f.cluster.Region(r.Name).Client, keysTable, f.storeOptions(proc))
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// storeOptions are the options of the stores of region proc's processes.
+func (f *fenceSim) storeOptions(proc string) func(*dynamostore.Options) {
+	return func(o *dynamostore.Options) {
+		o.Now = f.now(proc)
+		o.Lease = fenceLease
+		o.Retention = fenceRetention
+	}
 }
 
 // stallable wraps an execution: when armed, it hands the caller a channel
