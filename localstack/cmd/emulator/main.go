@@ -51,16 +51,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("addr", "127.0.0.1:8000", "TCP `address` to listen on (port 0 picks a free port)")
 	var o localstack.Options
 	fs.BoolVar(&o.DisableReturnOldItem, "disable-return-old-item", false, "return no Item on condition check failures, even with ReturnValuesOnConditionCheckFailure ALL_OLD")
-	fs.BoolVar(&o.DisablePutReturnValues, "disable-put-return-values", false, "let PutItem return the new item as Attributes, whatever ReturnValues says")
-	fs.BoolVar(&o.DisableClientRequestToken, "disable-client-request-token", false, "ignore ClientRequestToken on TransactWriteItems")
-	fs.BoolVar(&o.DisableTimeToLive, "disable-time-to-live", false, "do not answer UpdateTimeToLive and DescribeTimeToLive")
-	fs.BoolVar(&o.DisableListTables, "disable-list-tables", false, "do not answer ListTables")
-	fs.BoolVar(&o.DisableScanCounts, "disable-scan-counts", false, "leave ScannedCount 0 and Items on Select COUNT in Scan and Query")
-	fs.BoolVar(&o.DisableTableStatus, "disable-table-status", false, "leave TableStatus out of table descriptions")
-	fs.BoolVar(&o.DisableConsumedCapacity, "disable-consumed-capacity", false, "leave ConsumedCapacity out of responses")
-	fs.BoolVar(&o.DisableScanSegments, "disable-scan-segments", false, "ignore Segment and TotalSegments: every segment of a parallel Scan reads the whole table")
-	fs.BoolVar(&o.DisableStartKeyResume, "disable-start-key-resume", false, "end a Scan or Query whose ExclusiveStartKey item was deleted instead of resuming after it")
-	fs.BoolVar(&o.DisableItemTransactions, "disable-item-transactions", false, "leave TransactWriteItems to minidyn, which copies every table a transaction writes (time proportional to the tables)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
