@@ -228,7 +228,7 @@ func (c *change) apply() {
 // with the current item when r asked for it.
 func (e *emulator) conditionFailed(r *writeRequest, c *change) error {
 	ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: errConditionFailed.Error()}
-	if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" && !e.noOldItem {
+	if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
 		ae.item = c.old
 	}
 	return ae

@@ -95,7 +95,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded && !o.disablesAny() {
+	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded {
 		return startExternal(ctx, raw, o)
 	}
 	return startEmbedded(o)

@@ -8,12 +8,7 @@ import (
 
 // Options configures Start, ForTest and NewHandler. The zero value selects an
 // external endpoint when EndpointEnv is set and otherwise the embedded
-// emulator on a random loopback port, with every fix of the front enabled.
-//
-// The Disable fields switch off one behaviour of the front each, so that code
-// can be tested against a backend that lacks it (bare minidyn). Only the
-// embedded emulator can be switched, so setting any of them implies
-// Embedded.
+// emulator on a random loopback port.
 type Options struct {
 	// Embedded forces the embedded emulator even when EndpointEnv is set.
 	Embedded bool
@@ -52,24 +47,11 @@ type Options struct {
 	// no effect on an external endpoint.
 	InProcess bool
 
-	// Now is the clock the front uses for the ClientRequestToken window.
-	// Nil selects time.Now. Tests inject a fake clock to step past the
-	// window.
+	// Now is the clock the embedded emulator uses for the
+	// ClientRequestToken window. Nil selects time.Now. Tests inject a fake
+	// clock to step past the window.
 	Now func() time.Time
-
-	// DisableReturnOldItem makes the front return no Item on any condition
-	// check failure: it neither adds the current item when a request asked
-	// for ReturnValuesOnConditionCheckFailure ALL_OLD, nor passes on the Item
-	// that minidyn itself returns for UpdateItem and for the Update and
-	// ConditionCheck actions of a transaction. Code under test then sees a
-	// backend that ignores ALL_OLD everywhere and must fall back to reading
-	// the item.
-	DisableReturnOldItem bool
 }
-
-// disablesAny reports whether a behaviour of the embedded emulator is
-// switched off.
-func (o *Options) disablesAny() bool { return o.DisableReturnOldItem }
 
 func resolveOptions(optFns []func(*Options)) Options {
 	var o Options

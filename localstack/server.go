@@ -44,13 +44,12 @@ const targetPrefix = "DynamoDB_20120810."
 // in the past as absent whether or not it is still there.
 func NewHandler(optFns ...func(*Options)) http.Handler {
 	o := resolveOptions(optFns)
-	return &emulator{now: o.Now, noOldItem: o.DisableReturnOldItem, tables: map[string]*table{}, tokens: map[string]tokenRecord{}}
+	return &emulator{now: o.Now, tables: map[string]*table{}, tokens: map[string]tokenRecord{}}
 }
 
 // emulator is the embedded DynamoDB emulator. mu guards everything below.
 type emulator struct {
-	now       func() time.Time
-	noOldItem bool
+	now func() time.Time
 
 	mu     sync.Mutex
 	tables map[string]*table

@@ -84,7 +84,7 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		case errors.Is(err, errConditionFailed):
 			failed = true
 			reasons[i] = reason{Code: "ConditionalCheckFailed", Message: err.Error()}
-			if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" && !e.noOldItem {
+			if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
 				reasons[i].Item = c.old
 			}
 		case err != nil:
