@@ -62,9 +62,8 @@ type Endpoint struct {
 
 // Start returns a DynamoDB endpoint and a client for it.
 //
-// When EndpointEnv is set, Options.Embedded is not, and no Disable field of
-// Options is set, the endpoint is the URL in EndpointEnv (DynamoDB Local,
-// LocalStack or real AWS) and the configuration is LoadConfig's for that
+// When EndpointEnv is set and Options.Embedded is not, the endpoint is the
+// URL in EndpointEnv (moto, DynamoDB Local, LocalStack or real AWS) and the configuration is LoadConfig's for that
 // URL, with Options.Region and Options.HTTPClient applied: the region
 // defaults to DefaultRegion when none is configured, and when the URL's
 // host is loopback ("localhost", 127.0.0.0/8 or ::1) and the default
