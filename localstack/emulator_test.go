@@ -342,3 +342,47 @@ func TestUnknownOperationIsAnsweredInDynamoDBsErrorShape(t *testing.T) {
 		t.Fatalf("err = %v, want UnknownOperationException", err)
 	}
 }
+
+// An index sweep deletes each page's last item before it reads the next
+// page from it.
+func TestIndexQueryResumesAfterAStartKeyWhoseItemWasDeleted(t *testing.T) {
+	ep := ForTest(t)
+	c, table := ep.Client, TableName("emu-index")
+	ctx := context.Background()
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{TableName: &table, BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String("b"), AttributeType: types.ScalarAttributeTypeS}, {AttributeName: aws.String("exp"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{IndexName: aws.String("by-exp"),
+			KeySchema:  []types.KeySchemaElement{{AttributeName: aws.String("b"), KeyType: types.KeyTypeHash}, {AttributeName: aws.String("exp"), KeyType: types.KeyTypeRange}},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table}) })
+	for i := range 9 {
+		putItem(t, c, table, av{"pk": s(fmt.Sprint("k", i)), "b": s("0"), "exp": n(fmt.Sprint(i * 10))})
+	}
+	in := &dynamodb.QueryInput{TableName: &table, IndexName: aws.String("by-exp"), Limit: aws.Int32(2),
+		KeyConditionExpression: aws.String("b = :b"), ExpressionAttributeValues: av{":b": s("0")}}
+	read := 0
+	for {
+		out, err := c.Query(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += len(out.Items)
+		if out.LastEvaluatedKey == nil {
+			break
+		}
+		for _, it := range out.Items {
+			if _, err := c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &table, Key: av{"pk": it["pk"]}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	if read != 9 {
+		t.Errorf("the query read %d items, want 9", read)
+	}
+}

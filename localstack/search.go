@@ -91,7 +91,7 @@ func (e *emulator) query(body []byte) (any, error) {
 	}
 	keys := x.partition(t, part)
 	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
-	at := func(i int) string { // the i-th key in the order read
+	at := func(i int) sorted { // the i-th item in the order read
 		if forward {
 			return keys[i]
 		}
@@ -108,17 +108,17 @@ func (e *emulator) query(body []byte) (any, error) {
 			k := at(i)
 			c := 0
 			if x.rng != "" {
-				c = compareKeys(t.items[k][x.rng], in.ExclusiveStartKey[x.rng])
+				c = compareKeys(k.rng, in.ExclusiveStartKey[x.rng])
 			}
 			if c == 0 {
-				c = strings.Compare(k, key)
+				c = strings.Compare(k.key, key)
 			}
 			return c != 0 && (c > 0) == forward
 		})
 	}
 	return e.page(in, t, x, func(yield func(candidate) bool) {
 		for i := first; i < len(keys); i++ {
-			key := at(i)
+			key := at(i).key
 			if _, ok := x.parts[part][key]; !ok {
 				continue // left the partition since it was ordered
 			}

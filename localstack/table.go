@@ -40,10 +40,10 @@ type view struct {
 	include   []string
 	parts     map[string]map[string]struct{} // partition key -> item keys
 	count     int                            // entries in the view
-	// ordered caches the item keys of partitions in sort key order; an
-	// entry is dropped when an item enters or changes in its partition,
-	// and may hold keys of items that left it since.
-	ordered map[string][]string
+	// ordered caches the entries of partitions in sort key order; a
+	// partition's is dropped when an item enters or changes in it, and may
+	// hold items that left it since.
+	ordered map[string][]sorted
 }
 
 // keyOf returns the item key of it in t, or false when it lacks a key
@@ -71,9 +71,11 @@ func (t *table) keyPart(it map[string]*types.Item, name string) (string, bool) {
 
 // keyAttrs returns the primary key attributes of it.
 func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
-	k := map[string]*types.Item{t.primary.hash: it[t.primary.hash]}
-	if t.primary.rng != "" {
-		k[t.primary.rng] = it[t.primary.rng]
+	k := map[string]*types.Item{}
+	for _, name := range []string{t.primary.hash, t.primary.rng} {
+		if v := it[name]; v != nil {
+			k[name] = v
+		}
 	}
 	return k
 }
@@ -160,24 +162,30 @@ func (x *view) place(t *table, key string, it map[string]*types.Item) {
 	}
 }
 
-// partition returns the keys of the items in x's partition part in sort
-// key order, then by item key, skipping none but perhaps holding keys of
-// items that left the partition (see ordered).
-func (x *view) partition(t *table, part string) []string {
-	if keys, ok := x.ordered[part]; ok {
-		return keys
+// sorted is an item of a partition, with its sort key value when ordered.
+type sorted struct {
+	key string
+	rng *types.Item
+}
+
+// partition returns the items of x's partition part in sort key order,
+// then by item key, perhaps with items that left the partition since (see
+// ordered).
+func (x *view) partition(t *table, part string) []sorted {
+	if list, ok := x.ordered[part]; ok {
+		return list
 	}
 	type sortable struct {
-		key string
+		sorted
 		num *big.Rat
 		str string
 	}
 	list := make([]sortable, 0, len(x.parts[part]))
 	for key := range x.parts[part] {
-		e := sortable{key: key}
-		if v := t.items[key][x.rng]; x.rng != "" && v.N != nil {
+		e := sortable{sorted: sorted{key, t.items[key][x.rng]}}
+		if v := e.rng; v != nil && v.N != nil {
 			e.num, _ = new(big.Rat).SetString(*v.N)
-		} else if x.rng != "" {
+		} else if v != nil {
 			e.str = keyString(v)
 		}
 		list = append(list, e)
@@ -193,15 +201,15 @@ func (x *view) partition(t *table, part string) []string {
 		}
 		return c < 0
 	})
-	keys := make([]string, len(list))
+	out := make([]sorted, len(list))
 	for i, e := range list {
-		keys[i] = e.key
+		out[i] = e.sorted
 	}
 	if x.ordered == nil {
-		x.ordered = map[string][]string{}
+		x.ordered = map[string][]sorted{}
 	}
-	x.ordered[part] = keys
-	return keys
+	x.ordered[part] = out
+	return out
 }
 
 // sorted returns the keys of t's items in scan order (by item key), and
