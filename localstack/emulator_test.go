@@ -386,3 +386,34 @@ func TestIndexQueryResumesAfterAStartKeyWhoseItemWasDeleted(t *testing.T) {
 		t.Errorf("the query read %d items, want 9", read)
 	}
 }
+
+func TestUpdateThatChangesOrRemovesAKeyAttributeIsRefused(t *testing.T) {
+	c, table := fixture(t, "")
+	putItem(t, c, table, av{"pk": s("a")})
+	for _, expr := range []string{"REMOVE pk", "SET pk = :b"} {
+		in := &dynamodb.UpdateItemInput{TableName: &table, Key: av{"pk": s("a")}, UpdateExpression: aws.String(expr)}
+		if strings.Contains(expr, ":b") {
+			in.ExpressionAttributeValues = av{":b": s("b")}
+		}
+		if _, err := c.UpdateItem(context.Background(), in); apiErrorCode(err) != "ValidationException" {
+			t.Errorf("%s: err = %v, want ValidationException", expr, err)
+		}
+	}
+}
+
+func TestUpdateRemovesTopLevelAndNestedAttributes(t *testing.T) {
+	c, table := fixture(t, "")
+	ctx := context.Background()
+	putItem(t, c, table, av{"pk": s("a"), "x": n("1"), "m": &types.AttributeValueMemberM{Value: av{"y": n("2"), "z": n("3")}}})
+	if _, err := c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: av{"pk": s("a")}, UpdateExpression: aws.String("REMOVE x, m.y")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: av{"pk": s("a")}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := out.Item["m"].(*types.AttributeValueMemberM)
+	if _, ok := out.Item["x"]; ok || m == nil || m.Value["y"] != nil || m.Value["z"] == nil {
+		t.Errorf("item after REMOVE x, m.y = %v, want pk and m with z only", out.Item)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/truora/minidyn/interpreter"
+	"github.com/truora/minidyn/interpreter/language"
 	"github.com/truora/minidyn/types"
 )
 
@@ -40,7 +42,7 @@ func (x *expressions) check() error {
 	return nil
 }
 
-var language interpreter.Language
+var interpret interpreter.Language
 
 // matches evaluates a condition or filter expression on it (nil: no
 // item); an empty expression matches.
@@ -51,7 +53,7 @@ func (x *expressions) matches(expr string, typ interpreter.ExpressionType, it ma
 	if it == nil {
 		it = map[string]*types.Item{}
 	}
-	ok, err := language.Match(interpreter.MatchInput{Expression: expr, ExpressionType: typ, Item: it,
+	ok, err := interpret.Match(interpreter.MatchInput{Expression: expr, ExpressionType: typ, Item: it,
 		Attributes: x.ExpressionAttributeValues, Aliases: x.ExpressionAttributeNames})
 	if err != nil {
 		return false, validation("Invalid %s: %v", expressionName(typ), err)
@@ -74,7 +76,7 @@ func (x *expressions) project(it map[string]*types.Item) (item, error) {
 	if x.ProjectionExpression == "" || it == nil {
 		return it, nil
 	}
-	out, err := language.Project(interpreter.ProjectInput{Expression: x.ProjectionExpression, Item: it, Aliases: x.ExpressionAttributeNames})
+	out, err := interpret.Project(interpreter.ProjectInput{Expression: x.ProjectionExpression, Item: it, Aliases: x.ExpressionAttributeNames})
 	if err != nil {
 		return nil, validation("Invalid ProjectionExpression: %v", err)
 	}
@@ -175,11 +177,11 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	c.old = t.items[c.key]
 	switch op {
 	case "Update":
-		c.new = copyItem(c.old)
-		if c.new == nil {
-			c.new = copyItem(r.Key)
+		base := c.old
+		if base == nil {
+			base = r.Key
 		}
-		if err := e.update(t, r, c.new); err != nil {
+		if c.new, err = e.update(t, r, copyItem(base)); err != nil {
 			return nil, err
 		}
 	case "ConditionCheck":
@@ -198,21 +200,44 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	return c, nil
 }
 
-// update applies r's UpdateExpression to it.
-func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) error {
+// update returns it with r's UpdateExpression applied. It runs minidyn's
+// update language itself, as interpreter.Language.Update does, but reads
+// the result into a new item, so that what REMOVE removes is gone
+// (Language.Update writes the result over the old item).
+func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) (map[string]*types.Item, error) {
 	if r.UpdateExpression == "" {
-		return nil
+		return it, nil
 	}
-	before := copyItem(t.keyAttrs(it))
-	err := language.Update(interpreter.UpdateInput{Expression: r.UpdateExpression, Item: it,
-		Attributes: r.ExpressionAttributeValues, Aliases: r.ExpressionAttributeNames})
-	if err != nil {
-		return validation("Invalid UpdateExpression: %v", err)
+	invalid := func(msg string) error { return validation("Invalid UpdateExpression: %s", msg) }
+	if err := interpreter.ValidateExpressionAttributeNamesDeclared("UpdateExpression", r.UpdateExpression, r.ExpressionAttributeNames); err != nil {
+		return nil, validation("%v", err)
 	}
-	if !sameItem(before, t.keyAttrs(it)) {
-		return validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", t.primary.hash)
+	p := language.NewUpdateParser(language.NewLexer(r.UpdateExpression))
+	statement := p.ParseUpdateExpression()
+	if errs := p.Errors(); len(errs) > 0 {
+		return nil, invalid(strings.Join(errs, "; "))
 	}
-	return nil
+	env := language.NewEnvironment()
+	env.Aliases = r.ExpressionAttributeNames
+	values := map[string]bool{}
+	for name := range r.ExpressionAttributeValues {
+		values[name] = true
+	}
+	if err := env.AddAttributes(it); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if err := env.AddAttributes(r.ExpressionAttributeValues); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if result := language.EvalUpdate(statement, env); result.Type() == language.ObjectTypeError {
+		return nil, invalid(result.Inspect())
+	}
+	out := map[string]*types.Item{}
+	env.Apply(out, r.ExpressionAttributeNames, values)
+	if !sameItem(t.keyAttrs(it), t.keyAttrs(out)) {
+		return nil, validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", t.primary.hash)
+	}
+	return out, nil
 }
 
 // apply stores the change.
