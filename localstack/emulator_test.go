@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -415,5 +416,32 @@ func TestUpdateRemovesTopLevelAndNestedAttributes(t *testing.T) {
 	m, _ := out.Item["m"].(*types.AttributeValueMemberM)
 	if _, ok := out.Item["x"]; ok || m == nil || m.Value["y"] != nil || m.Value["z"] == nil {
 		t.Errorf("item after REMOVE x, m.y = %v, want pk and m with z only", out.Item)
+	}
+}
+
+func TestConcurrentConditionalPutsHaveExactlyOneWinner(t *testing.T) {
+	c, table := fixture(t, "")
+	var wg sync.WaitGroup
+	wins := make(chan int, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av{"pk": s("k"), "by": n(fmt.Sprint(i))},
+				ConditionExpression: aws.String("attribute_not_exists(pk)")})
+			switch {
+			case err == nil:
+				wins <- i
+			case apiErrorCode(err) != "ConditionalCheckFailedException":
+				t.Errorf("claim %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(wins)
+	var won []int
+	for i := range wins {
+		won = append(won, i)
+	}
+	if len(won) != 1 || getNumber(t, c, table, "k", "by") != fmt.Sprint(won[0]) {
+		t.Errorf("winners %v, stored by=%s; want one winner, whose item is stored", won, getNumber(t, c, table, "k", "by"))
 	}
 }
