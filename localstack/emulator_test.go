@@ -445,3 +445,17 @@ func TestConcurrentConditionalPutsHaveExactlyOneWinner(t *testing.T) {
 		t.Errorf("winners %v, stored by=%s; want one winner, whose item is stored", won, getNumber(t, c, table, "k", "by"))
 	}
 }
+
+func TestNumbersAreValidatedAsDynamoDBWritesThem(t *testing.T) {
+	c, table := fixture(t, "")
+	for _, v := range []string{"1", "-1.5", "1e10", "1E-3", ".5", "5.", "0.000"} {
+		if _, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av{"pk": s("a"), "n": n(v)}}); err != nil {
+			t.Errorf("number %q: %v", v, err)
+		}
+	}
+	for _, v := range []string{"", "abc", "1.2.3", "1e", "--1", "0x10"} {
+		if _, err := c.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av{"pk": s("a"), "n": n(v)}}); apiErrorCode(err) != "ValidationException" {
+			t.Errorf("number %q: err = %v, want ValidationException", v, err)
+		}
+	}
+}

@@ -45,20 +45,41 @@ func (x *expressions) check() error {
 var interpret interpreter.Language
 
 // matches evaluates a condition or filter expression on it (nil: no
-// item); an empty expression matches.
-func (x *expressions) matches(expr string, typ interpreter.ExpressionType, it map[string]*types.Item) (bool, error) {
+// item); an empty expression matches. It evaluates as
+// interpreter.Language.Match does, with each expression parsed once.
+func (e *emulator) matches(x *expressions, expr string, typ interpreter.ExpressionType, it map[string]*types.Item) (bool, error) {
 	if expr == "" {
 		return true, nil
 	}
-	if it == nil {
-		it = map[string]*types.Item{}
+	invalid := func(msg string) error { return validation("Invalid %s: %s", expressionName(typ), msg) }
+	cond, ok := e.parsed[expr]
+	if !ok {
+		p := language.NewParser(language.NewLexer(expr))
+		cond = p.ParseConditionalExpression()
+		if errs := p.Errors(); len(errs) > 0 || cond.Expression == nil {
+			return false, invalid("Syntax error; " + strings.Join(errs, "; "))
+		}
+		if len(e.parsed) >= 1000 {
+			clear(e.parsed)
+		}
+		e.parsed[expr] = cond
 	}
-	ok, err := interpret.Match(interpreter.MatchInput{Expression: expr, ExpressionType: typ, Item: it,
-		Attributes: x.ExpressionAttributeValues, Aliases: x.ExpressionAttributeNames})
-	if err != nil {
-		return false, validation("Invalid %s: %v", expressionName(typ), err)
+	if err := interpreter.ValidateExpressionAttributeNamesDeclared(expressionName(typ), expr, x.ExpressionAttributeNames); err != nil {
+		return false, validation("%v", err)
 	}
-	return ok, nil
+	env := language.NewEnvironment()
+	env.Aliases = x.ExpressionAttributeNames
+	if err := env.AddAttributes(it); err != nil {
+		return false, invalid(err.Error())
+	}
+	if err := env.AddAttributes(x.ExpressionAttributeValues); err != nil {
+		return false, invalid(err.Error())
+	}
+	result := language.Eval(cond, env)
+	if result.Type() == language.ObjectTypeError {
+		return false, invalid(result.Inspect())
+	}
+	return result == language.TRUE, nil
 }
 
 func expressionName(typ interpreter.ExpressionType) string {
@@ -107,6 +128,7 @@ var errConditionFailed = errors.New("The conditional request failed")
 
 // checkKey returns the item key of k, which must hold exactly t's key
 // attributes (exact: a Key) or at least them (an Item).
+// It validates every value of k as an attribute value.
 func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	if msg := checkItem(k); msg != "" {
 		return "", validation("%s", msg)
@@ -164,9 +186,6 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	c := &change{t: t}
 	if op == "Put" {
 		c.key, err = t.checkKey(r.Item, false)
-		if msg := checkItem(r.Item); err == nil && msg != "" {
-			err = validation("%s", msg)
-		}
 		c.new = r.Item // decoded for this request alone
 	} else {
 		c.key, err = t.checkKey(r.Key, true)
@@ -190,7 +209,7 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	if c.new != nil && itemSize(c.new) > maxItemSize {
 		return nil, validation("Item size has exceeded the maximum allowed size")
 	}
-	ok, err := r.matches(r.ConditionExpression, interpreter.ExpressionTypeConditional, c.old)
+	ok, err := e.matches(&r.expressions, r.ConditionExpression, interpreter.ExpressionTypeConditional, c.old)
 	if err != nil {
 		return nil, err
 	}

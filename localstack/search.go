@@ -123,7 +123,7 @@ func (e *emulator) query(body []byte) (any, error) {
 				continue // left the partition since it was ordered
 			}
 			entry, _ := t.entry(x, t.items[key])
-			ok, err := in.matches(in.KeyConditionExpression, interpreter.ExpressionTypeKey, entry)
+			ok, err := e.matches(&in.expressions, in.KeyConditionExpression, interpreter.ExpressionTypeKey, entry)
 			if (ok || err != nil) && !yield(candidate{key, entry, err}) {
 				return
 			}
@@ -197,7 +197,7 @@ func (e *emulator) page(in *searchInput, t *table, x *view, list iter.Seq[candid
 		scanned++
 		read += itemSize(c.entry)
 		var ok bool
-		if ok, err = in.matches(in.FilterExpression, interpreter.ExpressionTypeFilter, c.entry); err != nil {
+		if ok, err = e.matches(&in.expressions, in.FilterExpression, interpreter.ExpressionTypeFilter, c.entry); err != nil {
 			break
 		}
 		if !ok {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/truora/minidyn/interpreter/language"
 )
 
 // maxRequestBody bounds the request bodies the emulator reads: more than
@@ -44,16 +46,19 @@ const targetPrefix = "DynamoDB_20120810."
 // in the past as absent whether or not it is still there.
 func NewHandler(optFns ...func(*Options)) http.Handler {
 	o := resolveOptions(optFns)
-	return &emulator{now: o.Now, tables: map[string]*table{}, tokens: map[string]tokenRecord{}}
+	return &emulator{now: o.Now, tables: map[string]*table{}, tokens: map[string]tokenRecord{},
+		parsed: map[string]*language.ConditionalExpression{}}
 }
 
 // emulator is the embedded DynamoDB emulator. mu guards everything below.
 type emulator struct {
 	now func() time.Time
 
-	mu     sync.Mutex
-	tables map[string]*table
-	tokens map[string]tokenRecord
+	mu         sync.Mutex
+	tables     map[string]*table
+	tokens     map[string]tokenRecord                     // successful transactions by ClientRequestToken
+	tokenOrder []string                                   // the tokens, oldest first
+	parsed     map[string]*language.ConditionalExpression // by expression
 }
 
 // apiError is an error answer of the DynamoDB API.

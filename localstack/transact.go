@@ -48,7 +48,10 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		delete(req, "ClientRequestToken")
 		canonical, _ := json.Marshal(req) // sorted members: order ignored
 		digest = sha256.Sum256(canonical)
-		maps.DeleteFunc(e.tokens, func(_ string, r tokenRecord) bool { return !now.Before(r.expires) })
+		for len(e.tokenOrder) > 0 && !now.Before(e.tokens[e.tokenOrder[0]].expires) {
+			delete(e.tokens, e.tokenOrder[0])
+			e.tokenOrder = e.tokenOrder[1:]
+		}
 		if rec, ok := e.tokens[in.ClientRequestToken]; ok {
 			if rec.digest != digest {
 				return nil, &apiError{status: http.StatusBadRequest, code: "IdempotentParameterMismatchException",
@@ -119,6 +122,7 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 	}
 	if in.ClientRequestToken != "" {
 		e.tokens[in.ClientRequestToken] = tokenRecord{digest: digest, expires: e.now().Add(ClientRequestTokenWindow)}
+		e.tokenOrder = append(e.tokenOrder, in.ClientRequestToken)
 	}
 	out := map[string]any{}
 	cap.add(out, true)

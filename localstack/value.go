@@ -158,9 +158,18 @@ func checkValue(v *types.Item) string {
 	return checkItem(v.M)
 }
 
+// isNumber reports whether s is a number as DynamoDB writes one: an
+// optional minus, digits with at most one decimal point, and an optional
+// exponent.
 func isNumber(s string) bool {
-	_, ok := new(big.Rat).SetString(s)
-	return ok && !strings.ContainsAny(s, "/xXpP_") && s != "" && !strings.HasPrefix(s, "+")
+	s = strings.TrimPrefix(s, "-")
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := func(d string) bool {
+		return strings.Trim(d, "0123456789") == ""
+	}
+	exp = strings.TrimLeft(exp, "+-")
+	return digits(whole) && digits(frac) && whole+frac != "" && (!hasExp || (exp != "" && digits(exp)))
 }
 
 // maxItemSize is DynamoDB's limit on the size of an item.
