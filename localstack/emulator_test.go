@@ -459,3 +459,25 @@ func TestNumbersAreValidatedAsDynamoDBWritesThem(t *testing.T) {
 		}
 	}
 }
+
+func TestReservedWordsAreRefusedAsAttributeNamesInExpressions(t *testing.T) {
+	c, table := fixture(t, "")
+	ctx := context.Background()
+	putItem(t, c, table, av{"pk": s("a"), "state": s("x")})
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: av{"pk": s("a")}, ConditionExpression: aws.String("attribute_not_exists(state)")})
+	if apiErrorCode(err) != "ValidationException" {
+		t.Errorf("condition: err = %v, want ValidationException", err)
+	}
+	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &table, Key: av{"pk": s("a")}, UpdateExpression: aws.String("SET status = :v"), ExpressionAttributeValues: av{":v": s("x")}})
+	if apiErrorCode(err) != "ValidationException" {
+		t.Errorf("update: err = %v, want ValidationException", err)
+	}
+	_, err = c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: av{"pk": s("missing")}, ProjectionExpression: aws.String("pk, status")})
+	if apiErrorCode(err) != "ValidationException" {
+		t.Errorf("projection, even of no item: err = %v, want ValidationException", err)
+	}
+	out, err := c.Scan(ctx, &dynamodb.ScanInput{TableName: &table, ProjectionExpression: aws.String("pk, #s"), ExpressionAttributeNames: map[string]string{"#s": "state"}})
+	if err != nil || len(out.Items) != 1 || out.Items[0]["state"] == nil {
+		t.Errorf("projection through a placeholder = %v, %v; want the item's pk and state", out, err)
+	}
+}

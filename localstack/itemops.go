@@ -92,10 +92,23 @@ func expressionName(typ interpreter.ExpressionType) string {
 	return "ConditionExpression"
 }
 
-// project applies ProjectionExpression to it.
+// projectedName matches the attribute names of a projection expression
+// that are not placeholders.
+var projectedName = regexp.MustCompile(`(?:^|[,.\s])([A-Za-z][A-Za-z0-9_]*)`)
+
+// project applies ProjectionExpression to it. Like the interpreter for
+// conditions and updates, it refuses reserved words as attribute names.
 func (x *expressions) project(it map[string]*types.Item) (item, error) {
-	if x.ProjectionExpression == "" || it == nil {
+	if x.ProjectionExpression == "" {
 		return it, nil
+	}
+	for _, m := range projectedName.FindAllStringSubmatch(x.ProjectionExpression, -1) {
+		if language.IsReservedWord(strings.ToUpper(m[1])) {
+			return nil, validation("Invalid ProjectionExpression: Attribute name is a reserved keyword; reserved keyword: %s", m[1])
+		}
+	}
+	if it == nil {
+		return nil, nil
 	}
 	out, err := interpret.Project(interpreter.ProjectInput{Expression: x.ProjectionExpression, Item: it, Aliases: x.ExpressionAttributeNames})
 	if err != nil {
@@ -356,12 +369,12 @@ func (e *emulator) getItem(body []byte) (any, error) {
 		return nil, err
 	}
 	it := t.items[key]
+	p, err := in.project(it)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{}
-	if it != nil {
-		p, err := in.project(it)
-		if err != nil {
-			return nil, err
-		}
+	if p != nil {
 		out["Item"] = p
 	}
 	cap := newCapacity(in.ReturnConsumedCapacity)

@@ -48,6 +48,9 @@ func (e *emulator) start(body []byte) (*searchInput, *table, *view, error) {
 	if err := in.check(); err != nil {
 		return nil, nil, nil, err
 	}
+	if _, err := in.project(nil); err != nil { // refuses reserved words
+		return nil, nil, nil, err
+	}
 	if msg := checkItem(in.ExclusiveStartKey); msg != "" {
 		return nil, nil, nil, validation("%s", msg)
 	}
