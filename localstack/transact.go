@@ -43,10 +43,12 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		if len(in.ClientRequestToken) > 36 {
 			return nil, validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to 36", in.ClientRequestToken)
 		}
-		var req map[string]any
-		_ = json.Unmarshal(body, &req) // decoded above
-		delete(req, "ClientRequestToken")
-		canonical, _ := json.Marshal(req) // sorted members: order ignored
+		// The parameters as decoded, encoded again with every map's
+		// members sorted: equal whatever order the client sent them in.
+		canonical, err := json.Marshal([]any{in.TransactItems, in.ReturnConsumedCapacity})
+		if err != nil {
+			return nil, err
+		}
 		digest = sha256.Sum256(canonical)
 		for len(e.tokenOrder) > 0 && !now.Before(e.tokens[e.tokenOrder[0]].expires) {
 			delete(e.tokens, e.tokenOrder[0])
