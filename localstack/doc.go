@@ -23,5 +23,5 @@
 // The public surface: Start and ForTest (an Endpoint with a client),
 // LoadConfig (the SDK configuration for an endpoint, dummy credentials on
 // a loopback one), NewHandler (the embedded emulator as an http.Handler),
-// TableName, Latency and its client, and Options.
+// TableName, Latency, and Options.
 package localstack

@@ -308,7 +308,7 @@ func TestRepeatedClientRequestTokenIsNotAppliedAgainUntilTheWindowEnds(t *testin
 	if err := add("t1", "5"); apiErrorCode(err) != "IdempotentParameterMismatchException" {
 		t.Errorf("same token, other parameters: err = %v", err)
 	}
-	now.Advance(ClientRequestTokenWindow)
+	now.Advance(clientRequestTokenWindow)
 	if err := add("t1", "1"); err != nil || getNumber(t, c, "tok", "a", "v") != "2" {
 		t.Errorf("after the window: err = %v, v = %s; want applied again", err, getNumber(t, c, "tok", "a", "v"))
 	}

@@ -94,6 +94,9 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if l := o.Latency; l != nil && (l.Base < 0 || l.Jitter < 0) {
+		return nil, fmt.Errorf("localstack: Options.Latency needs a non-negative Base and Jitter, not %v and %v", l.Base, l.Jitter)
+	}
 	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded {
 		return startExternal(ctx, raw, o)
 	}

@@ -75,5 +75,5 @@ func (o Options) clientFor(base aws.HTTPClient) aws.HTTPClient {
 	if o.Latency == nil {
 		return base
 	}
-	return NewLatencyClient(base, *o.Latency)
+	return newLatencyClient(base, *o.Latency)
 }

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// ClientRequestTokenWindow is how long after a successful TransactWriteItems
+// clientRequestTokenWindow is how long after a successful TransactWriteItems
 // call completes a repeat with the same ClientRequestToken is answered
 // without being applied again, as on DynamoDB.
-const ClientRequestTokenWindow = 10 * time.Minute
+const clientRequestTokenWindow = 10 * time.Minute
 
 // tokenRecord remembers one successful TransactWriteItems call.
 type tokenRecord struct {
@@ -123,7 +123,7 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		cap.write(c, 2)
 	}
 	if in.ClientRequestToken != "" {
-		e.tokens[in.ClientRequestToken] = tokenRecord{digest: digest, expires: e.now().Add(ClientRequestTokenWindow)}
+		e.tokens[in.ClientRequestToken] = tokenRecord{digest: digest, expires: e.now().Add(clientRequestTokenWindow)}
 		e.tokenOrder = append(e.tokenOrder, in.ClientRequestToken)
 	}
 	out := map[string]any{}
