@@ -131,11 +131,8 @@ func TestReplayAfterCompleteCostsOneCallWhenItemReturned(t *testing.T) {
 }
 
 func TestReplayFallsBackToConsistentGetWhenNoItemReturned(t *testing.T) {
-	e := newEnv(t, func(o *localstack.Options) { o.DisableReturnOldItem = true })
-	if !e.ep.Embedded {
-		t.Skip("the fallback needs an endpoint that omits the item; only the embedded emulator can be told to")
-	}
-	s := e.store(nil)
+	e := newEnv(t)
+	s := e.store(e.ep.NewClient(e.calls.Install, ddbtest.WithoutOldItem))
 	ctx := context.Background()
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash"
+	"reflect"
 	"slices"
 	"sync"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects that [AppendCanonical]
@@ -233,8 +233,7 @@ func (c *canon) release() {
 // dropIfLarge returns s emptied, or nil when its backing array is larger
 // than limit bytes.
 func dropIfLarge[T any](s []T, limit int) []T {
-	var zero T
-	if uintptr(cap(s))*unsafe.Sizeof(zero) > uintptr(limit) {
+	if uintptr(cap(s))*reflect.TypeFor[T]().Size() > uintptr(limit) {
 		return nil
 	}
 	return s[:0]
@@ -248,9 +247,8 @@ func grow[T any](s []T, n int, grown *int) []T {
 	if cap(s)-len(s) >= n {
 		return s
 	}
-	var zero T
 	s = slices.Grow(s, max(n, cap(s), 16))
-	*grown += cap(s) * int(unsafe.Sizeof(zero))
+	*grown += cap(s) * int(reflect.TypeFor[T]().Size())
 	return s
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -15,17 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-	"github.com/truora/minidyn/server"
 )
-
-// bareMinidyn serves an unfronted minidyn server on loopback and returns a
-// client for it, so tests can observe minidyn's own behaviour.
-func bareMinidyn(t *testing.T) *dynamodb.Client {
-	t.Helper()
-	srv := httptest.NewServer(server.NewServer())
-	t.Cleanup(srv.Close)
-	return clientFor(srv.URL)
-}
 
 func clientFor(url string) *dynamodb.Client {
 	return dynamodb.New(dynamodb.Options{

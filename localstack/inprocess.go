@@ -13,7 +13,7 @@ import (
 // the embedded emulator without a socket, a connection pool or a server
 // goroutine. The response is complete when Do returns. The handler shares
 // the caller's request header and URL and must not change them (the
-// emulator's front only reads them).
+// emulator only reads them).
 type handlerClient struct {
 	h http.Handler
 }
@@ -28,7 +28,7 @@ func (c handlerClient) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	// A shallow copy, as a transport reads the request without changing
-	// it: the emulator's front reads the headers and never writes them.
+	// it: the emulator reads the headers and never writes them.
 	in := req.WithContext(req.Context())
 	if in.Body == nil {
 		in.Body = http.NoBody

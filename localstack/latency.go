@@ -40,9 +40,9 @@ type Latency struct {
 	Seed uint64
 }
 
-// LatencyClient is an aws.HTTPClient that delays every call by a Latency
+// latencyClient is an aws.HTTPClient that delays every call by a Latency
 // before passing it to another client. It is safe for concurrent use.
-type LatencyClient struct {
+type latencyClient struct {
 	next aws.HTTPClient
 	lat  Latency
 
@@ -51,24 +51,24 @@ type LatencyClient struct {
 	late time.Duration // mean lateness of the waits so far (moving average)
 }
 
-// NewLatencyClient returns a client that delays every call by lat and then
+// newLatencyClient returns a client that delays every call by lat and then
 // sends it with next; a nil next selects the SDK's default HTTP client.
 // It panics when Base or Jitter is negative.
-func NewLatencyClient(next aws.HTTPClient, lat Latency) *LatencyClient {
+func newLatencyClient(next aws.HTTPClient, lat Latency) *latencyClient {
 	if lat.Base < 0 || lat.Jitter < 0 {
 		panic("localstack: Latency needs a non-negative Base and Jitter")
 	}
 	if next == nil {
 		next = awshttp.NewBuildableClient()
 	}
-	return &LatencyClient{next: next, lat: lat, rnd: rand.New(rand.NewPCG(lat.Seed, lat.Seed^0x9e3779b97f4a7c15))}
+	return &latencyClient{next: next, lat: lat, rnd: rand.New(rand.NewPCG(lat.Seed, lat.Seed^0x9e3779b97f4a7c15))}
 }
 
 // Latency returns the configured latency.
-func (c *LatencyClient) Latency() Latency { return c.lat }
+func (c *latencyClient) Latency() Latency { return c.lat }
 
 // draw returns the next delay of the sequence.
-func (c *LatencyClient) draw() time.Duration {
+func (c *latencyClient) draw() time.Duration {
 	c.mu.Lock()
 	u := c.rnd.Float64()
 	c.mu.Unlock()
@@ -81,7 +81,7 @@ func (c *LatencyClient) draw() time.Duration {
 // the call, Do returns the context's error and sends nothing; when it
 // ends while the answer is held, Do closes the answer's body and returns
 // the context's error.
-func (c *LatencyClient) Do(req *http.Request) (*http.Response, error) {
+func (c *latencyClient) Do(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,8 +32,8 @@ func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
 
 func TestLatencyDelaysAreSeededAndWithinJitter(t *testing.T) {
 	lat := Latency{Base: 4 * time.Millisecond, Jitter: time.Millisecond, Seed: 7}
-	a, b := NewLatencyClient(nil, lat), NewLatencyClient(nil, lat)
-	other := NewLatencyClient(nil, Latency{Base: lat.Base, Jitter: lat.Jitter, Seed: 8})
+	a, b := newLatencyClient(nil, lat), newLatencyClient(nil, lat)
+	other := newLatencyClient(nil, Latency{Base: lat.Base, Jitter: lat.Jitter, Seed: 8})
 	var sum time.Duration
 	differs := false
 	const n = 10_000
@@ -49,16 +50,16 @@ func TestLatencyDelaysAreSeededAndWithinJitter(t *testing.T) {
 	assert.True(t, differs, "another seed gives another sequence")
 	assert.InDelta(t, float64(lat.Base), float64(sum/n), float64(50*time.Microsecond), "the mean is Base")
 
-	zero := NewLatencyClient(nil, Latency{Base: 0, Jitter: time.Second, Seed: 1})
+	zero := newLatencyClient(nil, Latency{Base: 0, Jitter: time.Second, Seed: 1})
 	for range 100 {
 		assert.GreaterOrEqual(t, zero.draw(), time.Duration(0), "never negative")
 	}
-	assert.Panics(t, func() { NewLatencyClient(nil, Latency{Base: -1}) })
+	assert.Panics(t, func() { newLatencyClient(nil, Latency{Base: -1}) })
 }
 
 func TestLatencyCallWhoseContextHasEndedIsNeverSent(t *testing.T) {
 	next := &countingClient{}
-	c := NewLatencyClient(next, Latency{Base: time.Hour, Seed: 1})
+	c := newLatencyClient(next, Latency{Base: time.Hour, Seed: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:1/", nil)
@@ -78,7 +79,7 @@ func TestLatencyHoldsAnAnswerForWhatRemainsOfTheDrawnDuration(t *testing.T) {
 	// (a lower bound: a loaded machine only makes it longer), less at
 	// most the lateness estimate.
 	const base = 30 * time.Millisecond
-	c := NewLatencyClient(instantClient{}, Latency{Base: base, Seed: 1})
+	c := newLatencyClient(instantClient{}, Latency{Base: base, Seed: 1})
 	req, err := http.NewRequest(http.MethodPost, "http://in-process/", nil)
 	require.NoError(t, err)
 	for range 3 {
@@ -140,7 +141,7 @@ func TestLatencyOnAnExternalEndpointKeepsTheCABundlesCertificates(t *testing.T) 
 
 	e := ForTest(t, func(o *Options) { o.Latency = &Latency{Base: time.Microsecond, Seed: 1} })
 	require.False(t, e.Embedded)
-	lc, ok := e.Config().HTTPClient.(*LatencyClient)
+	lc, ok := e.Config().HTTPClient.(*latencyClient)
 	require.True(t, ok, "the configuration's client is the latency's, got %T", e.Config().HTTPClient)
 	bc, ok := lc.next.(*awshttp.BuildableClient)
 	require.True(t, ok, "behind the latency, the SDK's client, got %T", lc.next)
@@ -152,4 +153,11 @@ func TestLatencyOnAnExternalEndpointKeepsTheCABundlesCertificates(t *testing.T) 
 
 	createTable(t, e.Client, "t", "")
 	assert.True(t, tableExists(t, other.Client, "t"), "the delayed client reaches the endpoint")
+}
+
+func TestStartRefusesANegativeLatency(t *testing.T) {
+	_, err := Start(context.Background(), func(o *Options) { o.Embedded, o.Latency = true, &Latency{Base: -time.Millisecond} })
+	if err == nil || !strings.Contains(err.Error(), "non-negative Base and Jitter") {
+		t.Fatalf("Start = %v, want the refusal of a negative Base", err)
+	}
 }

@@ -62,9 +62,8 @@ type Endpoint struct {
 
 // Start returns a DynamoDB endpoint and a client for it.
 //
-// When EndpointEnv is set, Options.Embedded is not, and no Disable field of
-// Options is set, the endpoint is the URL in EndpointEnv (DynamoDB Local,
-// LocalStack or real AWS) and the configuration is LoadConfig's for that
+// When EndpointEnv is set and Options.Embedded is not, the endpoint is the
+// URL in EndpointEnv (moto, DynamoDB Local, LocalStack or real AWS) and the configuration is LoadConfig's for that
 // URL, with Options.Region and Options.HTTPClient applied: the region
 // defaults to DefaultRegion when none is configured, and when the URL's
 // host is loopback ("localhost", 127.0.0.0/8 or ::1) and the default
@@ -95,7 +94,10 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded && !o.disablesAny() {
+	if l := o.Latency; l != nil && (l.Base < 0 || l.Jitter < 0) {
+		return nil, fmt.Errorf("localstack: Options.Latency needs a non-negative Base and Jitter, not %v and %v", l.Base, l.Jitter)
+	}
+	if raw := os.Getenv(EndpointEnv); raw != "" && !o.Embedded {
 		return startExternal(ctx, raw, o)
 	}
 	return startEmbedded(o)

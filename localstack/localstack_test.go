@@ -274,13 +274,3 @@ func TestTableNameIsPrefixedUniqueAndValid(t *testing.T) {
 		t.Errorf("TableName(\"\") = %q, want idemkey-test-<tag>-<n>", name)
 	}
 }
-
-func TestStartWithADisableOptionUsesTheEmbeddedEmulatorDespiteEndpointEnv(t *testing.T) {
-	other := embedded(t)
-	isolateAWSEnv(t)
-	t.Setenv(EndpointEnv, other.URL)
-	e := start(t, func(o *Options) { o.DisableReturnOldItem = true })
-	if !e.Embedded || e.URL == other.URL {
-		t.Errorf("Embedded = %v, URL = %s; want a new embedded emulator, as only it can switch fixes off", e.Embedded, e.URL)
-	}
-}

@@ -8,12 +8,7 @@ import (
 
 // Options configures Start, ForTest and NewHandler. The zero value selects an
 // external endpoint when EndpointEnv is set and otherwise the embedded
-// emulator on a random loopback port, with every fix of the front enabled.
-//
-// The Disable fields switch off one behaviour of the front each, so that code
-// can be tested against a backend that lacks it (bare minidyn). Only the
-// embedded emulator can be switched, so setting any of them implies
-// Embedded.
+// emulator on a random loopback port.
 type Options struct {
 	// Embedded forces the embedded emulator even when EndpointEnv is set.
 	Embedded bool
@@ -52,84 +47,10 @@ type Options struct {
 	// no effect on an external endpoint.
 	InProcess bool
 
-	// Now is the clock the front uses for the ClientRequestToken window.
-	// Nil selects time.Now. Tests inject a fake clock to step past the
-	// window.
+	// Now is the clock the embedded emulator uses for the
+	// ClientRequestToken window. Nil selects time.Now. Tests inject a fake
+	// clock to step past the window.
 	Now func() time.Time
-
-	// DisableReturnOldItem makes the front return no Item on any condition
-	// check failure: it neither adds the current item when a request asked
-	// for ReturnValuesOnConditionCheckFailure ALL_OLD, nor passes on the Item
-	// that minidyn itself returns for UpdateItem and for the Update and
-	// ConditionCheck actions of a transaction. Code under test then sees a
-	// backend that ignores ALL_OLD everywhere and must fall back to reading
-	// the item.
-	DisableReturnOldItem bool
-
-	// DisablePutReturnValues leaves PutItem responses as minidyn writes
-	// them: Attributes is always the new item, whatever ReturnValues says.
-	DisablePutReturnValues bool
-
-	// DisableClientRequestToken makes the front ignore ClientRequestToken on
-	// TransactWriteItems, as minidyn does: every call is applied.
-	DisableClientRequestToken bool
-
-	// DisableTimeToLive leaves UpdateTimeToLive and DescribeTimeToLive to
-	// minidyn, which does not know them; they then fail with
-	// UnknownOperationException.
-	DisableTimeToLive bool
-
-	// DisableListTables leaves ListTables to minidyn, which does not know
-	// it; it then fails with UnknownOperationException.
-	DisableListTables bool
-
-	// DisableScanCounts leaves Scan and Query responses as minidyn writes
-	// them: ScannedCount is always 0 and Select COUNT still returns Items.
-	DisableScanCounts bool
-
-	// DisableScanSegments leaves parallel Scans (Segment, TotalSegments) to
-	// minidyn, which ignores both: every segment then reads the whole
-	// table, and invalid segment parameters are accepted.
-	DisableScanSegments bool
-
-	// DisableStartKeyResume leaves Scan and Query requests whose
-	// ExclusiveStartKey names an item deleted since to minidyn, which then
-	// returns no items and no LastEvaluatedKey, ending a paginated scan
-	// early instead of continuing after the key.
-	DisableStartKeyResume bool
-
-	// DisableTableStatus leaves table descriptions as minidyn writes them,
-	// without TableStatus, so the SDK's table waiters never see ACTIVE.
-	DisableTableStatus bool
-
-	// DisableConsumedCapacity leaves ConsumedCapacity out of responses, as
-	// minidyn does; by default the front adds an estimate when a request
-	// asks for it, by DynamoDB's sizing rules.
-	DisableConsumedCapacity bool
-
-	// DisableItemTransactions leaves TransactWriteItems to minidyn, which
-	// copies every table a transaction writes before applying it and
-	// restores the copies if an action fails: each transaction then takes
-	// time proportional to the size of its tables. By default the front
-	// applies a transaction with single-item operations and undoes the
-	// applied ones when an action fails, in time proportional to its
-	// actions, with the same answers. Even so the front leaves to minidyn
-	// a request it cannot decode, one with an action that is not exactly
-	// one of Put, Update, Delete and ConditionCheck, on a table that does
-	// not exist, whose key is not exactly the table's key attributes as
-	// strings, numbers or binaries, or whose item cannot be read, one with
-	// two actions on one item, and one addressing an item that holds an
-	// empty list, map, binary or set (which minidyn writes as a value
-	// without type, so that it cannot be put back as it was).
-	DisableItemTransactions bool
-}
-
-// disablesAny reports whether any fix of the front is switched off.
-func (o *Options) disablesAny() bool {
-	return o.DisableReturnOldItem || o.DisablePutReturnValues || o.DisableClientRequestToken ||
-		o.DisableTimeToLive || o.DisableListTables || o.DisableScanCounts || o.DisableTableStatus ||
-		o.DisableScanSegments || o.DisableStartKeyResume || o.DisableConsumedCapacity ||
-		o.DisableItemTransactions
 }
 
 func resolveOptions(optFns []func(*Options)) Options {
@@ -154,5 +75,5 @@ func (o Options) clientFor(base aws.HTTPClient) aws.HTTPClient {
 	if o.Latency == nil {
 		return base
 	}
-	return NewLatencyClient(base, *o.Latency)
+	return newLatencyClient(base, *o.Latency)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,14 +22,14 @@ import (
 // the IAM actions its calls need per table, and compares them with the
 // PaymentsFunction policy of template.yaml: nothing missing, nothing extra.
 func TestTemplateGrantsExactlyTheCallsTheFunctionMakes(t *testing.T) {
-	for name, opts := range map[string][]func(*localstack.Options){
+	for name, opts := range map[string][]func(*dynamodb.Options){
 		"item with the condition failure": nil,
-		"consistent-read fallback":        {func(o *localstack.Options) { o.DisableReturnOldItem = true }},
+		"consistent-read fallback":        {ddbtest.WithoutOldItem},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ep := localstack.ForTest(t, opts...)
+			ep := localstack.ForTest(t)
 			perms := ddbtest.NewPermissions()
-			faulty := ddbtest.NewFaulty(ep.NewClient(perms.Install))
+			faulty := ddbtest.NewFaulty(ep.NewClient(append(opts, perms.Install)...))
 			cfg := paymentsapi.Config{KeyTable: localstack.TableName("keys"), PaymentTable: localstack.TableName("payments"), Retention: time.Hour}
 			ctx := context.Background()
 			require.NoError(t, paymentsapi.EnsureTables(ctx, ep.Client, cfg))

@@ -1,17 +1,16 @@
-// Command emulator serves the idemkey DynamoDB emulator (minidyn behind the
-// localstack front, see package localstack) on a TCP address until it
+// Command emulator serves idemkey's embedded DynamoDB emulator (see package
+// localstack) on a TCP address until it
 // receives SIGINT or SIGTERM, then shuts down gracefully: it stops accepting
 // connections and waits up to 10 seconds for requests in flight.
 //
 // Usage:
 //
-//	go run ./localstack/cmd/emulator [-addr 127.0.0.1:8000] [-disable-...]
+//	go run ./localstack/cmd/emulator [-addr 127.0.0.1:8000]
 //
 // Once it accepts connections it logs its URL to stderr and prints
 // "listening on http://ADDR" as one line on stdout, so that scripts can wait
 // for that line and then set AWS_ENDPOINT_URL_DYNAMODB=http://ADDR. With
-// port 0 the kernel picks the port and the line names it. Each -disable-*
-// flag switches off one fix of the front (see localstack.Options). It exits
+// port 0 the kernel picks the port and the line names it. It exits
 // with status 0 after a graceful shutdown, 1 when it cannot listen or serve,
 // and 2 on bad flags.
 //
@@ -49,18 +48,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("emulator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8000", "TCP `address` to listen on (port 0 picks a free port)")
-	var o localstack.Options
-	fs.BoolVar(&o.DisableReturnOldItem, "disable-return-old-item", false, "return no Item on condition check failures, even with ReturnValuesOnConditionCheckFailure ALL_OLD")
-	fs.BoolVar(&o.DisablePutReturnValues, "disable-put-return-values", false, "let PutItem return the new item as Attributes, whatever ReturnValues says")
-	fs.BoolVar(&o.DisableClientRequestToken, "disable-client-request-token", false, "ignore ClientRequestToken on TransactWriteItems")
-	fs.BoolVar(&o.DisableTimeToLive, "disable-time-to-live", false, "do not answer UpdateTimeToLive and DescribeTimeToLive")
-	fs.BoolVar(&o.DisableListTables, "disable-list-tables", false, "do not answer ListTables")
-	fs.BoolVar(&o.DisableScanCounts, "disable-scan-counts", false, "leave ScannedCount 0 and Items on Select COUNT in Scan and Query")
-	fs.BoolVar(&o.DisableTableStatus, "disable-table-status", false, "leave TableStatus out of table descriptions")
-	fs.BoolVar(&o.DisableConsumedCapacity, "disable-consumed-capacity", false, "leave ConsumedCapacity out of responses")
-	fs.BoolVar(&o.DisableScanSegments, "disable-scan-segments", false, "ignore Segment and TotalSegments: every segment of a parallel Scan reads the whole table")
-	fs.BoolVar(&o.DisableStartKeyResume, "disable-start-key-resume", false, "end a Scan or Query whose ExclusiveStartKey item was deleted instead of resuming after it")
-	fs.BoolVar(&o.DisableItemTransactions, "disable-item-transactions", false, "leave TransactWriteItems to minidyn, which copies every table a transaction writes (time proportional to the tables)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -82,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{
-		Handler:           localstack.NewHandler(func(p *localstack.Options) { *p = o }),
+		Handler:           localstack.NewHandler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          logger,
 	}

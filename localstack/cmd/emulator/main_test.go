@@ -147,25 +147,6 @@ func TestEmulatorServesDynamoDBAndExitsCleanlyOnSIGTERM(t *testing.T) {
 	}
 }
 
-func TestEmulatorFlagsSwitchOffFrontFixes(t *testing.T) {
-	bin := buildEmulator(t)
-	_, url, _ := startEmulator(t, bin, "-addr", "127.0.0.1:0", "-disable-list-tables", "-disable-scan-segments")
-	db := dynamodb.New(dynamodb.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(url),
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-	})
-	ctx := context.Background()
-	if _, err := db.ListTables(ctx, &dynamodb.ListTablesInput{}); err == nil || !strings.Contains(err.Error(), "UnknownOperationException") {
-		t.Errorf("ListTables with -disable-list-tables: err = %v, want UnknownOperationException", err)
-	}
-	createTable(t, db, "t")
-	// The front rejects segment 2 of 2; minidyn does not look at segments.
-	if _, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String("t"), Segment: aws.Int32(2), TotalSegments: aws.Int32(2)}); err != nil {
-		t.Errorf("Scan of segment 2 of 2 with -disable-scan-segments: err = %v, want none", err)
-	}
-}
-
 func TestRunRejectsBadFlagsAndArguments(t *testing.T) {
 	var out, errOut strings.Builder
 	if got := run([]string{"-no-such-flag"}, &out, &errOut); got != 2 {

@@ -1,0 +1,384 @@
+package localstack
+
+import (
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/truora/minidyn/interpreter"
+	"github.com/truora/minidyn/interpreter/language"
+	"github.com/truora/minidyn/types"
+)
+
+// expressions are the expression members a request may carry.
+type expressions struct {
+	ConditionExpression       string
+	UpdateExpression          string
+	FilterExpression          string
+	KeyConditionExpression    string
+	ProjectionExpression      string
+	ExpressionAttributeNames  map[string]string
+	ExpressionAttributeValues item
+}
+
+var placeholderPattern = regexp.MustCompile(`:[A-Za-z0-9_]+`)
+
+// check refuses what DynamoDB refuses before reading anything: invalid
+// attribute values, and a :value an expression uses but does not define.
+func (x *expressions) check() error {
+	if msg := checkItem(x.ExpressionAttributeValues); msg != "" {
+		return validation("%s", msg)
+	}
+	for _, e := range []struct{ name, expr string }{{"ConditionExpression", x.ConditionExpression},
+		{"UpdateExpression", x.UpdateExpression}, {"FilterExpression", x.FilterExpression},
+		{"KeyConditionExpression", x.KeyConditionExpression}} {
+		for _, p := range placeholderPattern.FindAllString(e.expr, -1) {
+			if _, ok := x.ExpressionAttributeValues[p]; !ok {
+				return validation("Invalid %s: An expression attribute value used in expression is not defined; attribute value: %s", e.name, p)
+			}
+		}
+	}
+	return nil
+}
+
+var interpret interpreter.Language
+
+// matches evaluates a condition or filter expression on it (nil: no
+// item); an empty expression matches. It evaluates as
+// interpreter.Language.Match does, with each expression parsed once.
+func (e *emulator) matches(x *expressions, expr string, typ interpreter.ExpressionType, it map[string]*types.Item) (bool, error) {
+	if expr == "" {
+		return true, nil
+	}
+	invalid := func(msg string) error { return validation("Invalid %s: %s", expressionName(typ), msg) }
+	cond, ok := e.parsed[expr]
+	if !ok {
+		p := language.NewParser(language.NewLexer(expr))
+		cond = p.ParseConditionalExpression()
+		if errs := p.Errors(); len(errs) > 0 || cond.Expression == nil {
+			return false, invalid("Syntax error; " + strings.Join(errs, "; "))
+		}
+		if len(e.parsed) >= 1000 {
+			clear(e.parsed)
+		}
+		e.parsed[expr] = cond
+	}
+	if err := interpreter.ValidateExpressionAttributeNamesDeclared(expressionName(typ), expr, x.ExpressionAttributeNames); err != nil {
+		return false, validation("%v", err)
+	}
+	env := language.NewEnvironment()
+	env.Aliases = x.ExpressionAttributeNames
+	if err := env.AddAttributes(it); err != nil {
+		return false, invalid(err.Error())
+	}
+	if err := env.AddAttributes(x.ExpressionAttributeValues); err != nil {
+		return false, invalid(err.Error())
+	}
+	result := language.Eval(cond, env)
+	if result.Type() == language.ObjectTypeError {
+		return false, invalid(result.Inspect())
+	}
+	return result == language.TRUE, nil
+}
+
+func expressionName(typ interpreter.ExpressionType) string {
+	switch typ {
+	case interpreter.ExpressionTypeFilter:
+		return "FilterExpression"
+	case interpreter.ExpressionTypeKey:
+		return "KeyConditionExpression"
+	}
+	return "ConditionExpression"
+}
+
+// projectedName matches the attribute names of a projection expression
+// that are not placeholders.
+var projectedName = regexp.MustCompile(`(?:^|[,.\s])([A-Za-z][A-Za-z0-9_]*)`)
+
+// project applies ProjectionExpression to it. Like the interpreter for
+// conditions and updates, it refuses reserved words as attribute names.
+func (x *expressions) project(it map[string]*types.Item) (item, error) {
+	if x.ProjectionExpression == "" {
+		return it, nil
+	}
+	for _, m := range projectedName.FindAllStringSubmatch(x.ProjectionExpression, -1) {
+		if language.IsReservedWord(strings.ToUpper(m[1])) {
+			return nil, validation("Invalid ProjectionExpression: Attribute name is a reserved keyword; reserved keyword: %s", m[1])
+		}
+	}
+	if it == nil {
+		return nil, nil
+	}
+	out, err := interpret.Project(interpreter.ProjectInput{Expression: x.ProjectionExpression, Item: it, Aliases: x.ExpressionAttributeNames})
+	if err != nil {
+		return nil, validation("Invalid ProjectionExpression: %v", err)
+	}
+	return out, nil
+}
+
+// writeRequest is what PutItem, UpdateItem, DeleteItem and the write
+// actions of a transaction have in common.
+type writeRequest struct {
+	expressions
+	TableName                           string
+	Item                                item // PutItem
+	Key                                 item // UpdateItem, DeleteItem
+	ReturnValues                        string
+	ReturnValuesOnConditionCheckFailure string
+	ReturnConsumedCapacity              string
+}
+
+// change is a write prepared but not applied: the item before and after
+// (nil: absent) under key of t.
+type change struct {
+	t        *table
+	key      string
+	old, new map[string]*types.Item
+}
+
+var errConditionFailed = errors.New("The conditional request failed")
+
+// checkKey returns the item key of k, which must hold exactly t's key
+// attributes (exact: a Key) or at least them (an Item).
+// It validates every value of k as an attribute value.
+func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
+	if msg := checkItem(k); msg != "" {
+		return "", validation("%s", msg)
+	}
+	for _, name := range []string{t.primary.hash, t.primary.rng} {
+		if name == "" {
+			continue
+		}
+		v, ok := k[name]
+		switch {
+		case !ok && exact:
+			return "", validation("The provided key element does not match the schema")
+		case !ok:
+			return "", validation("One or more parameter values were invalid: Missing the key %s in the item", name)
+		case scalarType(v) != t.attrs[name]:
+			if exact {
+				return "", validation("The provided key element does not match the schema")
+			}
+			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t.attrs[name], typeOf(v))
+		case (v.S != nil && *v.S == "") || (v.B != nil && len(v.B) == 0):
+			return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: %s", name)
+		}
+	}
+	if exact && len(k) != len(t.keyAttrs(k)) {
+		return "", validation("The provided key element does not match the schema")
+	}
+	key, _ := t.keyOf(k)
+	return key, nil
+}
+
+func typeOf(v *types.Item) string {
+	for _, t := range []struct {
+		set  bool
+		name string
+	}{{v.S != nil, "S"}, {v.N != nil, "N"}, {v.B != nil, "B"}, {v.BOOL != nil, "BOOL"}, {v.NULL != nil, "NULL"},
+		{v.SS != nil, "SS"}, {v.NS != nil, "NS"}, {v.BS != nil, "BS"}, {v.L != nil, "L"}} {
+		if t.set {
+			return t.name
+		}
+	}
+	return "M"
+}
+
+// prepare computes the change op (Put, Update, Delete or ConditionCheck)
+// of r would make, evaluating its condition on the current item. A
+// failed condition is errConditionFailed.
+func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
+	t, err := e.table(r.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	c := &change{t: t}
+	if op == "Put" {
+		c.key, err = t.checkKey(r.Item, false)
+		c.new = r.Item // decoded for this request alone
+	} else {
+		c.key, err = t.checkKey(r.Key, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.old = t.items[c.key]
+	switch op {
+	case "Update":
+		base := c.old
+		if base == nil {
+			base = r.Key
+		}
+		if c.new, err = e.update(t, r, copyItem(base)); err != nil {
+			return nil, err
+		}
+	case "ConditionCheck":
+		c.new = c.old
+	}
+	if c.new != nil && itemSize(c.new) > maxItemSize {
+		return nil, validation("Item size has exceeded the maximum allowed size")
+	}
+	ok, err := e.matches(&r.expressions, r.ConditionExpression, interpreter.ExpressionTypeConditional, c.old)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return c, errConditionFailed
+	}
+	return c, nil
+}
+
+// update returns it with r's UpdateExpression applied. It runs minidyn's
+// update language itself, as interpreter.Language.Update does, but reads
+// the result into a new item, so that what REMOVE removes is gone
+// (Language.Update writes the result over the old item).
+func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) (map[string]*types.Item, error) {
+	if r.UpdateExpression == "" {
+		return it, nil
+	}
+	invalid := func(msg string) error { return validation("Invalid UpdateExpression: %s", msg) }
+	if err := interpreter.ValidateExpressionAttributeNamesDeclared("UpdateExpression", r.UpdateExpression, r.ExpressionAttributeNames); err != nil {
+		return nil, validation("%v", err)
+	}
+	p := language.NewUpdateParser(language.NewLexer(r.UpdateExpression))
+	statement := p.ParseUpdateExpression()
+	if errs := p.Errors(); len(errs) > 0 {
+		return nil, invalid(strings.Join(errs, "; "))
+	}
+	env := language.NewEnvironment()
+	env.Aliases = r.ExpressionAttributeNames
+	values := map[string]bool{}
+	for name := range r.ExpressionAttributeValues {
+		values[name] = true
+	}
+	if err := env.AddAttributes(it); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if err := env.AddAttributes(r.ExpressionAttributeValues); err != nil {
+		return nil, invalid(err.Error())
+	}
+	if result := language.EvalUpdate(statement, env); result.Type() == language.ObjectTypeError {
+		return nil, invalid(result.Inspect())
+	}
+	out := map[string]*types.Item{}
+	env.Apply(out, r.ExpressionAttributeNames, values)
+	if !sameItem(t.keyAttrs(it), t.keyAttrs(out)) {
+		return nil, validation("One or more parameter values were invalid: Cannot update attribute %s. This attribute is part of the key", t.primary.hash)
+	}
+	return out, nil
+}
+
+// apply stores the change.
+func (c *change) apply() {
+	if c.new == nil {
+		c.t.set(c.key, nil)
+		return
+	}
+	c.t.set(c.key, c.new)
+}
+
+// conditionFailed is DynamoDB's ConditionalCheckFailedException for c,
+// with the current item when r asked for it.
+func (e *emulator) conditionFailed(r *writeRequest, c *change) error {
+	ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: errConditionFailed.Error()}
+	if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
+		ae.item = c.old
+	}
+	return ae
+}
+
+func (e *emulator) write(op string, body []byte) (any, error) {
+	var r writeRequest
+	if err := decode(body, &r); err != nil {
+		return nil, err
+	}
+	c, err := e.prepare(op, &r)
+	if errors.Is(err, errConditionFailed) {
+		return nil, e.conditionFailed(&r, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if op == "Delete" {
+		c.new = nil
+	}
+	c.apply()
+	out := map[string]any{}
+	if a := returned(r.ReturnValues, c.old, c.new); a != nil {
+		out["Attributes"] = a
+	}
+	cap := newCapacity(r.ReturnConsumedCapacity)
+	cap.write(c, 1)
+	cap.add(out, false)
+	return out, nil
+}
+
+func (e *emulator) putItem(body []byte) (any, error)    { return e.write("Put", body) }
+func (e *emulator) updateItem(body []byte) (any, error) { return e.write("Update", body) }
+func (e *emulator) deleteItem(body []byte) (any, error) { return e.write("Delete", body) }
+
+// returned is the Attributes a write returns for ReturnValues.
+func returned(mode string, old, new map[string]*types.Item) item {
+	changed := func(from, to map[string]*types.Item) item {
+		out := item{}
+		for name, v := range from {
+			if w, ok := to[name]; !ok || !sameItem(item{name: v}, item{name: w}) {
+				out[name] = v
+			}
+		}
+		return out
+	}
+	var a item
+	switch mode {
+	case "ALL_OLD":
+		a = old
+	case "ALL_NEW":
+		a = new
+	case "UPDATED_OLD":
+		a = changed(old, new)
+	case "UPDATED_NEW":
+		a = changed(new, old)
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
+}
+
+func (e *emulator) getItem(body []byte) (any, error) {
+	var in struct {
+		expressions
+		TableName              string
+		Key                    item
+		ConsistentRead         bool
+		ReturnConsumedCapacity string
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := e.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	key, err := t.checkKey(in.Key, true)
+	if err != nil {
+		return nil, err
+	}
+	it := t.items[key]
+	p, err := in.project(it)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	if p != nil {
+		out["Item"] = p
+	}
+	cap := newCapacity(in.ReturnConsumedCapacity)
+	cap.read(t.name, "", itemSize(it), in.ConsistentRead)
+	cap.add(out, false)
+	return out, nil
+}

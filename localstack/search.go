@@ -1,0 +1,238 @@
+package localstack
+
+import (
+	"hash/fnv"
+	"iter"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/truora/minidyn/interpreter"
+	"github.com/truora/minidyn/types"
+)
+
+// maxPage is the data a Query or Scan reads before it ends its page.
+const maxPage = 1 << 20
+
+type searchInput struct {
+	expressions
+	TableName              string
+	IndexName              string
+	Limit                  *int
+	ExclusiveStartKey      item
+	ScanIndexForward       *bool
+	Select                 string
+	ConsistentRead         bool
+	ReturnConsumedCapacity string
+	Segment, TotalSegments *int
+}
+
+// candidate is an item a Query or Scan may read: its key in the table and
+// its entry in the view read.
+type candidate struct {
+	key   string
+	entry map[string]*types.Item
+	err   error // of the key condition
+}
+
+// start decodes a search and returns its table and view.
+func (e *emulator) start(body []byte) (*searchInput, *table, *view, error) {
+	var in searchInput
+	if err := decode(body, &in); err != nil {
+		return nil, nil, nil, err
+	}
+	t, err := e.table(in.TableName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := in.check(); err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := in.project(nil); err != nil { // refuses reserved words
+		return nil, nil, nil, err
+	}
+	if msg := checkItem(in.ExclusiveStartKey); msg != "" {
+		return nil, nil, nil, validation("%s", msg)
+	}
+	if in.Limit != nil && *in.Limit < 1 {
+		return nil, nil, nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+	}
+	x := t.primary
+	if in.IndexName != "" {
+		if x = t.indexes[in.IndexName]; x == nil {
+			return nil, nil, nil, validation("The table does not have the specified index: %s", in.IndexName)
+		}
+		if x.global && in.ConsistentRead {
+			return nil, nil, nil, validation("Consistent reads are not supported on global secondary indexes")
+		}
+	}
+	return &in, t, x, nil
+}
+
+var equalityPattern = regexp.MustCompile(`(#?[A-Za-z0-9_.]+)\s*=\s*(:[A-Za-z0-9_]+)`)
+
+func (e *emulator) query(body []byte) (any, error) {
+	in, t, x, err := e.start(body)
+	if err != nil {
+		return nil, err
+	}
+	if in.KeyConditionExpression == "" {
+		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
+	}
+	var part string
+	for _, m := range equalityPattern.FindAllStringSubmatch(in.KeyConditionExpression, -1) {
+		name := m[1]
+		if alias, ok := in.ExpressionAttributeNames[name]; ok {
+			name = alias
+		}
+		if name == x.hash {
+			part, _ = t.keyPart(item{x.hash: in.ExpressionAttributeValues[m[2]]}, x.hash)
+		}
+	}
+	if part == "" {
+		return nil, validation("Query condition missed key schema element: %s", x.hash)
+	}
+	keys := x.partition(t, part)
+	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
+	at := func(i int) sorted { // the i-th item in the order read
+		if forward {
+			return keys[i]
+		}
+		return keys[len(keys)-1-i]
+	}
+	first := 0
+	if in.ExclusiveStartKey != nil {
+		key, ok := t.keyOf(in.ExclusiveStartKey)
+		if !ok || (x.rng != "" && scalarType(in.ExclusiveStartKey[x.rng]) == "") {
+			return nil, validation("The provided starting key is invalid")
+		}
+		// The first key read after the start key, whose item may be gone.
+		first = sort.Search(len(keys), func(i int) bool {
+			k := at(i)
+			c := 0
+			if x.rng != "" {
+				c = compareKeys(k.rng, in.ExclusiveStartKey[x.rng])
+			}
+			if c == 0 {
+				c = strings.Compare(k.key, key)
+			}
+			return c != 0 && (c > 0) == forward
+		})
+	}
+	return e.page(in, t, x, func(yield func(candidate) bool) {
+		for i := first; i < len(keys); i++ {
+			key := at(i).key
+			if _, ok := x.parts[part][key]; !ok {
+				continue // left the partition since it was ordered
+			}
+			entry, _ := t.entry(x, t.items[key])
+			ok, err := e.matches(&in.expressions, in.KeyConditionExpression, interpreter.ExpressionTypeKey, entry)
+			if (ok || err != nil) && !yield(candidate{key, entry, err}) {
+				return
+			}
+		}
+	})
+}
+
+func (e *emulator) scan(body []byte) (any, error) {
+	in, t, x, err := e.start(body)
+	if err != nil {
+		return nil, err
+	}
+	segment, total := 0, 1
+	switch {
+	case (in.Segment == nil) != (in.TotalSegments == nil):
+		return nil, validation("The TotalSegments parameter is required but was not present in the request when Segment parameter is present")
+	case in.TotalSegments != nil:
+		segment, total = *in.Segment, *in.TotalSegments
+		if total < 1 || total > 1000000 || segment < 0 || segment >= total {
+			return nil, validation("1 validation error detected: Value '%d' at 'segment' failed to satisfy constraint: Member must be between 0 and TotalSegments - 1 (%d)", segment, total)
+		}
+	}
+	order := t.sorted()
+	if in.ExclusiveStartKey != nil {
+		key, ok := t.keyOf(in.ExclusiveStartKey)
+		if !ok {
+			return nil, validation("The provided starting key is invalid")
+		}
+		if total > 1 && segmentOf(t, in.ExclusiveStartKey, total) != segment {
+			return nil, validation("The provided Exclusive start key does not map to the provided segment")
+		}
+		order = order[sort.Search(len(order), func(i int) bool { return order[i] > key }):]
+	}
+	return e.page(in, t, x, func(yield func(candidate) bool) {
+		for _, key := range order {
+			it := t.items[key]
+			if it == nil || (total > 1 && segmentOf(t, it, total) != segment) {
+				continue
+			}
+			if entry, _ := t.entry(x, it); entry != nil && !yield(candidate{key, entry, nil}) {
+				return
+			}
+		}
+	})
+}
+
+// segmentOf is the segment of a parallel scan the item it belongs to: the
+// 64-bit FNV-1a hash of its partition key value, modulo total.
+func segmentOf(t *table, it map[string]*types.Item, total int) int {
+	part, _ := t.keyPart(it, t.primary.hash)
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(part))
+	return int(h.Sum64() % uint64(total))
+}
+
+// page reads candidates in order up to Limit or 1 MB and answers the
+// search.
+func (e *emulator) page(in *searchInput, t *table, x *view, list iter.Seq[candidate]) (any, error) {
+	items := []item{}
+	scanned, read := 0, 0
+	var last map[string]*types.Item
+	var err error
+	for c := range list {
+		if err = c.err; err != nil {
+			break
+		}
+		if (in.Limit != nil && scanned == *in.Limit) || read >= maxPage {
+			break
+		}
+		last = c.entry
+		scanned++
+		read += itemSize(c.entry)
+		var ok bool
+		if ok, err = e.matches(&in.expressions, in.FilterExpression, interpreter.ExpressionTypeFilter, c.entry); err != nil {
+			break
+		}
+		if !ok {
+			continue
+		}
+		var p item
+		if p, err = in.project(c.entry); err != nil {
+			break
+		}
+		items = append(items, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"Count": len(items), "ScannedCount": scanned}
+	if in.Select != "COUNT" {
+		out["Items"] = items
+	}
+	if last != nil && ((in.Limit != nil && scanned == *in.Limit) || read >= maxPage) {
+		k := t.keyAttrs(last)
+		k[x.hash] = last[x.hash]
+		if x.rng != "" {
+			k[x.rng] = last[x.rng]
+		}
+		out["LastEvaluatedKey"] = item(k)
+	}
+	cap := newCapacity(in.ReturnConsumedCapacity)
+	index := ""
+	if x != t.primary {
+		index = x.name
+	}
+	cap.read(t.name, index, read, in.ConsistentRead)
+	cap.add(out, false)
+	return out, nil
+}

@@ -1,0 +1,237 @@
+package localstack
+
+import (
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/truora/minidyn/types"
+)
+
+// table is one table of the emulator: its items by primary key, the
+// primary key and each secondary index as a view partitioned by its
+// partition key, and an ordered list of the item keys for Scan.
+type table struct {
+	name    string
+	created time.Time
+	attrs   map[string]string // attribute definitions: name -> S, N or B
+	primary *view
+	indexes map[string]*view // secondary indexes by name
+	items   map[string]map[string]*types.Item
+	billing string
+	through map[string]int64 // provisioned read and write capacity, if any
+
+	ttlAttribute string // "" when time to live is disabled
+
+	bytes int // the items' total size
+
+	order []string // item keys in scan order; may hold deleted keys
+	added []string // keys of items added since order was sorted
+}
+
+// view is the primary key or a secondary index of a table.
+type view struct {
+	name      string // "" for the primary key
+	global    bool
+	hash, rng string // key attribute names; rng is "" without a sort key
+	project   string // ALL, KEYS_ONLY or INCLUDE
+	include   []string
+	parts     map[string]map[string]struct{} // partition key -> item keys
+	count     int                            // entries in the view
+	// ordered caches the entries of partitions in sort key order; a
+	// partition's is dropped when an item enters or changes in it, and may
+	// hold items that left it since.
+	ordered map[string][]sorted
+}
+
+// keyOf returns the item key of it in t, or false when it lacks a key
+// attribute of the type t defines.
+func (t *table) keyOf(it map[string]*types.Item) (string, bool) {
+	h, ok := t.keyPart(it, t.primary.hash)
+	if !ok {
+		return "", false
+	}
+	if t.primary.rng == "" {
+		return h, true
+	}
+	r, ok := t.keyPart(it, t.primary.rng)
+	return h + "\x00" + r, ok
+}
+
+func (t *table) keyPart(it map[string]*types.Item, name string) (string, bool) {
+	v := it[name]
+	if scalarType(v) == "" || scalarType(v) != t.attrs[name] {
+		return "", false
+	}
+	k := keyString(v)
+	return strconv.Itoa(len(k)) + ":" + k, true
+}
+
+// keyAttrs returns the primary key attributes of it.
+func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
+	k := map[string]*types.Item{}
+	for _, name := range []string{t.primary.hash, t.primary.rng} {
+		if v := it[name]; v != nil {
+			k[name] = v
+		}
+	}
+	return k
+}
+
+// entry returns the entry of it in the view x (nil when it lacks x's key
+// attributes) and x's partition it belongs to.
+func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Item, string) {
+	part, ok := t.keyPart(it, x.hash)
+	if !ok || (x.rng != "" && scalarType(it[x.rng]) != t.attrs[x.rng]) {
+		return nil, ""
+	}
+	if x.project == "ALL" {
+		return it, part
+	}
+	e := t.keyAttrs(it)
+	e[x.hash] = it[x.hash]
+	if x.rng != "" {
+		e[x.rng] = it[x.rng]
+	}
+	for _, name := range x.include {
+		if v, ok := it[name]; ok {
+			e[name] = v
+		}
+	}
+	return e, part
+}
+
+// views returns the primary key and the secondary indexes of t.
+func (t *table) views() []*view {
+	vs := []*view{t.primary}
+	for _, name := range t.indexNames() {
+		vs = append(vs, t.indexes[name])
+	}
+	return vs
+}
+
+func (t *table) indexNames() []string {
+	names := make([]string, 0, len(t.indexes))
+	for name := range t.indexes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// set stores it (nil: deletes the item) under key, keeping the views.
+func (t *table) set(key string, it map[string]*types.Item) {
+	old, existed := t.items[key]
+	for _, x := range t.views() {
+		if existed {
+			if _, part := t.entry(x, old); part != "" {
+				x.count--
+				delete(x.parts[part], key)
+				if len(x.parts[part]) == 0 {
+					delete(x.parts, part)
+				}
+			}
+		}
+		if it != nil {
+			x.place(t, key, it)
+		}
+	}
+	t.bytes -= itemSize(old)
+	if it == nil {
+		delete(t.items, key)
+		return
+	}
+	t.bytes += itemSize(it)
+	t.items[key] = it
+	if !existed {
+		t.added = append(t.added, key)
+	}
+}
+
+// place adds the item it stored under key to x's partition.
+func (x *view) place(t *table, key string, it map[string]*types.Item) {
+	if _, part := t.entry(x, it); part != "" {
+		if x.parts[part] == nil {
+			x.parts[part] = map[string]struct{}{}
+		}
+		x.parts[part][key] = struct{}{}
+		x.count++
+		delete(x.ordered, part)
+	}
+}
+
+// sorted is an item of a partition, with its sort key value when ordered.
+type sorted struct {
+	key string
+	rng *types.Item
+}
+
+// partition returns the items of x's partition part in sort key order,
+// then by item key, perhaps with items that left the partition since (see
+// ordered).
+func (x *view) partition(t *table, part string) []sorted {
+	if list, ok := x.ordered[part]; ok {
+		return list
+	}
+	type sortable struct {
+		sorted
+		num *big.Rat
+		str string
+	}
+	list := make([]sortable, 0, len(x.parts[part]))
+	for key := range x.parts[part] {
+		e := sortable{sorted: sorted{key, t.items[key][x.rng]}}
+		if v := e.rng; v != nil && v.N != nil {
+			e.num, _ = new(big.Rat).SetString(*v.N)
+		} else if v != nil {
+			e.str = keyString(v)
+		}
+		list = append(list, e)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		c := strings.Compare(a.str, b.str)
+		if a.num != nil {
+			c = a.num.Cmp(b.num)
+		}
+		if c == 0 {
+			return a.key < b.key
+		}
+		return c < 0
+	})
+	out := make([]sorted, len(list))
+	for i, e := range list {
+		out[i] = e.sorted
+	}
+	if x.ordered == nil {
+		x.ordered = map[string][]sorted{}
+	}
+	x.ordered[part] = out
+	return out
+}
+
+// sorted returns the keys of t's items in scan order (by item key), and
+// perhaps keys of items deleted since.
+func (t *table) sorted() []string {
+	if len(t.added) == 0 && len(t.order) <= 2*len(t.items)+64 {
+		return t.order // may hold deleted keys, which readers skip
+	}
+	sort.Strings(t.added)
+	merged := make([]string, 0, len(t.items))
+	old, add := t.order, t.added
+	for len(old) > 0 || len(add) > 0 {
+		var k string
+		if len(add) == 0 || (len(old) > 0 && old[0] < add[0]) {
+			k, old = old[0], old[1:]
+		} else {
+			k, add = add[0], add[1:]
+		}
+		if _, ok := t.items[k]; ok && (len(merged) == 0 || merged[len(merged)-1] != k) {
+			merged = append(merged, k)
+		}
+	}
+	t.order, t.added = merged, nil
+	return merged
+}

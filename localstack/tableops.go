@@ -1,0 +1,341 @@
+package localstack
+
+import (
+	"net/http"
+	"regexp"
+	"sort"
+
+	"github.com/truora/minidyn/types"
+)
+
+type keyElement struct{ AttributeName, KeyType string }
+
+type projection struct {
+	ProjectionType   string
+	NonKeyAttributes []string `json:",omitempty"`
+}
+
+type throughput struct {
+	ReadCapacityUnits, WriteCapacityUnits int64
+}
+
+type indexDefinition struct {
+	IndexName             string
+	KeySchema             []keyElement
+	Projection            projection
+	ProvisionedThroughput *throughput
+}
+
+type attributeDefinition struct{ AttributeName, AttributeType string }
+
+type createTableInput struct {
+	TableName              string
+	AttributeDefinitions   []attributeDefinition
+	KeySchema              []keyElement
+	GlobalSecondaryIndexes []indexDefinition
+	LocalSecondaryIndexes  []indexDefinition
+	BillingMode            string
+	ProvisionedThroughput  *throughput
+}
+
+var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
+
+func (e *emulator) createTable(body []byte) (any, error) {
+	var in createTableInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if !tableNamePattern.MatchString(in.TableName) {
+		return nil, validation("1 validation error detected: Value '%s' at 'tableName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_.-]+", in.TableName)
+	}
+	if e.tables[in.TableName] != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "ResourceInUseException", message: "Table already exists: " + in.TableName}
+	}
+	t := &table{name: in.TableName, created: e.now(), attrs: map[string]string{}, indexes: map[string]*view{},
+		items: map[string]map[string]*types.Item{}, billing: in.BillingMode}
+	if t.billing == "" {
+		t.billing = "PROVISIONED"
+	}
+	if err := t.define(in.AttributeDefinitions); err != nil {
+		return nil, err
+	}
+	x, err := t.newView("", in.KeySchema, projection{ProjectionType: "ALL"})
+	if err != nil {
+		return nil, err
+	}
+	t.primary = x
+	for i, def := range append(in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes...) {
+		if err := t.addIndex(def, i < len(in.GlobalSecondaryIndexes)); err != nil {
+			return nil, err
+		}
+	}
+	if p := in.ProvisionedThroughput; p != nil && t.billing == "PROVISIONED" {
+		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
+	}
+	e.tables[t.name] = t
+	return map[string]any{"TableDescription": t.describe("ACTIVE", "")}, nil
+}
+
+// define adds attribute definitions to t.
+func (t *table) define(defs []attributeDefinition) error {
+	for _, d := range defs {
+		switch d.AttributeType {
+		case "S", "N", "B":
+			t.attrs[d.AttributeName] = d.AttributeType
+		default:
+			return validation("1 validation error detected: Value '%s' at 'attributeDefinitions.member.attributeType' failed to satisfy constraint: Member must satisfy enum value set: [B, N, S]", d.AttributeType)
+		}
+	}
+	return nil
+}
+
+// newView checks a key schema against t's attribute definitions.
+func (t *table) newView(name string, schema []keyElement, p projection) (*view, error) {
+	x := &view{name: name, project: p.ProjectionType, include: p.NonKeyAttributes, parts: map[string]map[string]struct{}{}}
+	for i, k := range schema {
+		switch {
+		case i == 0 && k.KeyType == "HASH":
+			x.hash = k.AttributeName
+		case i == 1 && k.KeyType == "RANGE":
+			x.rng = k.AttributeName
+		default:
+			return nil, validation("Invalid KeySchema: The first KeySchemaElement is not a HASH key type")
+		}
+		if t.attrs[k.AttributeName] == "" {
+			return nil, validation("One or more parameter values were invalid: Some index key attributes are not defined in AttributeDefinitions. Keys: [%s], AttributeDefinitions: %v", k.AttributeName, t.attrs)
+		}
+	}
+	if x.hash == "" {
+		return nil, validation("1 validation error detected: Value null at 'keySchema' failed to satisfy constraint: Member must not be null")
+	}
+	switch x.project {
+	case "ALL", "KEYS_ONLY", "INCLUDE":
+	default:
+		return nil, validation("One or more parameter values were invalid: Unknown ProjectionType: %s", x.project)
+	}
+	return x, nil
+}
+
+// addIndex adds a secondary index to t and fills it with t's items.
+func (t *table) addIndex(def indexDefinition, global bool) error {
+	if t.indexes[def.IndexName] != nil {
+		return validation("One or more parameter values were invalid: Duplicate index name: %s", def.IndexName)
+	}
+	x, err := t.newView(def.IndexName, def.KeySchema, def.Projection)
+	if err != nil {
+		return err
+	}
+	x.global = global
+	for key, it := range t.items {
+		x.place(t, key, it)
+	}
+	t.indexes[x.name] = x
+	return nil
+}
+
+// describe is t's TableDescription, with the status of the table and of
+// index fresh, just created.
+func (t *table) describe(status, fresh string) map[string]any {
+	defs := []attributeDefinition{}
+	for name, typ := range t.attrs {
+		defs = append(defs, attributeDefinition{name, typ})
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].AttributeName < defs[j].AttributeName })
+	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/" + t.name
+	d := map[string]any{
+		"TableName": t.name, "TableStatus": status, "TableArn": arn, "TableId": t.name,
+		"CreationDateTime": float64(t.created.UnixMilli()) / 1000, "AttributeDefinitions": defs,
+		"KeySchema": t.primary.schema(), "ItemCount": len(t.items), "TableSizeBytes": t.bytes,
+		"BillingModeSummary":    map[string]string{"BillingMode": t.billing},
+		"ProvisionedThroughput": t.throughput(),
+	}
+	var global, local []map[string]any
+	for _, name := range t.indexNames() {
+		x := t.indexes[name]
+		istatus := "ACTIVE"
+		if name == fresh {
+			istatus = "CREATING"
+		}
+		desc := map[string]any{"IndexName": name, "KeySchema": x.schema(), "IndexArn": arn + "/index/" + name,
+			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0}
+		if x.global {
+			desc["IndexStatus"] = istatus
+			desc["ProvisionedThroughput"] = t.throughput()
+			global = append(global, desc)
+		} else {
+			local = append(local, desc)
+		}
+	}
+	if global != nil {
+		d["GlobalSecondaryIndexes"] = global
+	}
+	if local != nil {
+		d["LocalSecondaryIndexes"] = local
+	}
+	return d
+}
+
+func (t *table) throughput() map[string]int64 {
+	p := map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
+	for k, v := range t.through {
+		p[k] = v
+	}
+	return p
+}
+
+func (x *view) schema() []keyElement {
+	s := []keyElement{{x.hash, "HASH"}}
+	if x.rng != "" {
+		s = append(s, keyElement{x.rng, "RANGE"})
+	}
+	return s
+}
+
+// namedTable returns the table a request of only a TableName names.
+func (e *emulator) namedTable(body []byte) (*table, error) {
+	var in struct{ TableName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	return e.table(in.TableName)
+}
+
+func (e *emulator) describeTable(body []byte) (any, error) {
+	t, err := e.namedTable(body)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"Table": t.describe("ACTIVE", "")}, nil
+}
+
+func (e *emulator) deleteTable(body []byte) (any, error) {
+	t, err := e.namedTable(body)
+	if err != nil {
+		return nil, err
+	}
+	delete(e.tables, t.name)
+	return map[string]any{"TableDescription": t.describe("DELETING", "")}, nil
+}
+
+func (e *emulator) updateTable(body []byte) (any, error) {
+	var in struct {
+		TableName                   string
+		AttributeDefinitions        []attributeDefinition
+		BillingMode                 string
+		ProvisionedThroughput       *throughput
+		GlobalSecondaryIndexUpdates []struct {
+			Create *indexDefinition
+			Delete *struct{ IndexName string }
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := e.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.define(in.AttributeDefinitions); err != nil {
+		return nil, err
+	}
+	if in.BillingMode != "" {
+		t.billing = in.BillingMode
+	}
+	if p := in.ProvisionedThroughput; p != nil {
+		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
+	}
+	fresh := ""
+	for _, u := range in.GlobalSecondaryIndexUpdates {
+		switch {
+		case u.Create != nil:
+			if err := t.addIndex(*u.Create, true); err != nil {
+				return nil, err
+			}
+			fresh = u.Create.IndexName
+		case u.Delete != nil:
+			if t.indexes[u.Delete.IndexName] == nil {
+				return nil, notFound(": Index: " + u.Delete.IndexName)
+			}
+			delete(t.indexes, u.Delete.IndexName)
+		}
+	}
+	return map[string]any{"TableDescription": t.describe("UPDATING", fresh)}, nil
+}
+
+func (e *emulator) listTables(body []byte) (any, error) {
+	var in struct {
+		ExclusiveStartTableName string
+		Limit                   *int
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	limit := 100
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit > 100 {
+			return nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 100", *in.Limit)
+		}
+		limit = *in.Limit
+	}
+	names := []string{}
+	for name := range e.tables {
+		if name > in.ExclusiveStartTableName {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	out := map[string]any{}
+	if len(names) > limit {
+		names = names[:limit]
+		out["LastEvaluatedTableName"] = names[limit-1]
+	}
+	out["TableNames"] = names
+	return out, nil
+}
+
+func (e *emulator) updateTimeToLive(body []byte) (any, error) {
+	var in struct {
+		TableName               string
+		TimeToLiveSpecification *struct {
+			AttributeName string
+			Enabled       *bool
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	t, err := e.table(in.TableName)
+	if err != nil {
+		return nil, err
+	}
+	spec := in.TimeToLiveSpecification
+	if spec == nil || spec.AttributeName == "" || spec.Enabled == nil {
+		return nil, validation("1 validation error detected: Value null at 'timeToLiveSpecification' failed to satisfy constraint: Member must not be null")
+	}
+	on := t.ttlAttribute != ""
+	switch {
+	case *spec.Enabled && on && t.ttlAttribute == spec.AttributeName:
+		return nil, validation("TimeToLive is already enabled")
+	case *spec.Enabled && on, !*spec.Enabled && on && t.ttlAttribute != spec.AttributeName:
+		return nil, validation("TimeToLive is active on a different AttributeName")
+	case !*spec.Enabled && !on:
+		return nil, validation("TimeToLive is already disabled")
+	}
+	t.ttlAttribute = ""
+	if *spec.Enabled {
+		t.ttlAttribute = spec.AttributeName
+	}
+	return map[string]any{"TimeToLiveSpecification": spec}, nil
+}
+
+func (e *emulator) describeTimeToLive(body []byte) (any, error) {
+	t, err := e.namedTable(body)
+	if err != nil {
+		return nil, err
+	}
+	d := map[string]string{"TimeToLiveStatus": "DISABLED"}
+	if t.ttlAttribute != "" {
+		d = map[string]string{"TimeToLiveStatus": "ENABLED", "AttributeName": t.ttlAttribute}
+	}
+	return map[string]any{"TimeToLiveDescription": d}, nil
+}

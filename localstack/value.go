@@ -1,0 +1,302 @@
+package localstack
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/truora/minidyn/types"
+)
+
+// Attribute values are minidyn's types.Item, the type its expression
+// interpreter evaluates. Its fields are named as the members of DynamoDB's
+// JSON attribute value (S, N, B, BOOL, NULL, SS, NS, BS, L, M), so
+// encoding/json decodes requests into it as they are; responses are
+// encoded by item's MarshalJSON, which keeps empty lists and maps typed.
+
+// item is one DynamoDB item (or key, or projection of one).
+type item map[string]*types.Item
+
+// MarshalJSON encodes the item in DynamoDB's JSON format.
+func (it item) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	writeItem(&b, it)
+	return b.Bytes(), nil
+}
+
+func writeItem(b *bytes.Buffer, it map[string]*types.Item) {
+	names := make([]string, 0, len(it))
+	for name := range it {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	b.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, name)
+		b.WriteByte(':')
+		writeValue(b, it[name])
+	}
+	b.WriteByte('}')
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s) // a string always encodes
+	b.Write(q)
+}
+
+func writeStrings(b *bytes.Buffer, tag string, ss []*string) {
+	b.WriteString(`{"` + tag + `":[`)
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(b, *s)
+	}
+	b.WriteString("]}")
+}
+
+func writeValue(b *bytes.Buffer, v *types.Item) {
+	switch {
+	case v.S != nil:
+		b.WriteString(`{"S":`)
+		writeString(b, *v.S)
+		b.WriteByte('}')
+	case v.N != nil:
+		b.WriteString(`{"N":`)
+		writeString(b, *v.N)
+		b.WriteByte('}')
+	case v.B != nil:
+		b.WriteString(`{"B":"` + base64.StdEncoding.EncodeToString(v.B) + `"}`)
+	case v.BOOL != nil:
+		b.WriteString(`{"BOOL":` + strconv.FormatBool(*v.BOOL) + `}`)
+	case v.NULL != nil:
+		b.WriteString(`{"NULL":true}`)
+	case v.SS != nil:
+		writeStrings(b, "SS", v.SS)
+	case v.NS != nil:
+		writeStrings(b, "NS", v.NS)
+	case v.BS != nil:
+		b.WriteString(`{"BS":[`)
+		for i, e := range v.BS {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`"` + base64.StdEncoding.EncodeToString(e) + `"`)
+		}
+		b.WriteString("]}")
+	case v.L != nil:
+		b.WriteString(`{"L":[`)
+		for i, e := range v.L {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeValue(b, e)
+		}
+		b.WriteString("]}")
+	default: // M; validation leaves no other case
+		b.WriteString(`{"M":`)
+		writeItem(b, v.M)
+		b.WriteByte('}')
+	}
+}
+
+// checkItem returns DynamoDB's message for the first value of it that is
+// not a valid attribute value, or "".
+func checkItem(it map[string]*types.Item) string {
+	for _, v := range it {
+		if msg := checkValue(v); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func checkValue(v *types.Item) string {
+	if v == nil {
+		return "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
+	}
+	set := 0
+	for _, present := range []bool{v.S != nil, v.N != nil, v.B != nil, v.BOOL != nil, v.NULL != nil,
+		v.SS != nil, v.NS != nil, v.BS != nil, v.L != nil, v.M != nil} {
+		if present {
+			set++
+		}
+	}
+	switch {
+	case set != 1:
+		return "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes"
+	case v.NULL != nil && !*v.NULL:
+		return "One or more parameter values were invalid: Null attribute value types must have the value of true"
+	case v.SS != nil && len(v.SS) == 0, v.NS != nil && len(v.NS) == 0, v.BS != nil && len(v.BS) == 0:
+		return "One or more parameter values were invalid: An number set  may not be empty"
+	case v.N != nil && !isNumber(*v.N):
+		return "The parameter cannot be converted to a numeric value: " + *v.N
+	}
+	for _, n := range v.NS {
+		if n == nil || !isNumber(*n) {
+			return "The parameter cannot be converted to a numeric value"
+		}
+	}
+	for _, s := range v.SS {
+		if s == nil {
+			return "Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
+		}
+	}
+	for _, e := range v.L {
+		if msg := checkValue(e); msg != "" {
+			return msg
+		}
+	}
+	return checkItem(v.M)
+}
+
+// isNumber reports whether s is a number as DynamoDB writes one: an
+// optional minus, digits with at most one decimal point, and an optional
+// exponent.
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	mantissa, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	digits := func(d string) bool {
+		return strings.Trim(d, "0123456789") == ""
+	}
+	exp = strings.TrimLeft(exp, "+-")
+	return digits(whole) && digits(frac) && whole+frac != "" && (!hasExp || (exp != "" && digits(exp)))
+}
+
+// maxItemSize is DynamoDB's limit on the size of an item.
+const maxItemSize = 400 * 1024
+
+// itemSize is the size DynamoDB counts for it: each attribute's name in
+// UTF-8 bytes plus its value (see valueSize).
+func itemSize(it map[string]*types.Item) int {
+	n := 0
+	for name, v := range it {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+// valueSize is DynamoDB's size of v: a string its UTF-8 bytes, a binary
+// its bytes, a number one byte per two significant digits plus one, a
+// Boolean or null one byte, a set the sum of its elements, a list or map
+// 3 bytes plus one per element plus the elements (a map's with names).
+func valueSize(v *types.Item) int {
+	n := 0
+	switch {
+	case v.S != nil:
+		return len(*v.S)
+	case v.N != nil:
+		return numberSize(*v.N)
+	case v.B != nil:
+		return len(v.B)
+	case v.BOOL != nil, v.NULL != nil:
+		return 1
+	case v.L != nil:
+		n = 3
+		for _, e := range v.L {
+			n += 1 + valueSize(e)
+		}
+	case v.M != nil:
+		n = 3 + len(v.M) + itemSize(v.M)
+	}
+	for _, s := range v.SS {
+		n += len(*s)
+	}
+	for _, s := range v.NS {
+		n += numberSize(*s)
+	}
+	for _, b := range v.BS {
+		n += len(b)
+	}
+	return n
+}
+
+func numberSize(s string) int {
+	s = strings.TrimLeft(s, "+-")
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	digits := strings.Trim(strings.Replace(s, ".", "", 1), "0")
+	return (utf8.RuneCountInString(digits)+1)/2 + 1
+}
+
+// scalarType is the key type (S, N or B) of v, or "".
+func scalarType(v *types.Item) string {
+	switch {
+	case v == nil:
+		return ""
+	case v.S != nil:
+		return "S"
+	case v.N != nil:
+		return "N"
+	case v.B != nil:
+		return "B"
+	}
+	return ""
+}
+
+// keyString encodes a key value so that equal DynamoDB values (1 and 1.0)
+// encode equally.
+func keyString(v *types.Item) string {
+	switch {
+	case v.S != nil:
+		return "S" + *v.S
+	case v.N != nil:
+		r, _ := new(big.Rat).SetString(*v.N)
+		return "N" + r.RatString()
+	}
+	return "B" + string(v.B)
+}
+
+// compareKeys orders two key values of one type as DynamoDB orders sort
+// keys: numbers by value, strings and binaries by their bytes.
+func compareKeys(a, b *types.Item) int {
+	if a.N != nil && b.N != nil {
+		x, _ := new(big.Rat).SetString(*a.N)
+		y, _ := new(big.Rat).SetString(*b.N)
+		return x.Cmp(y)
+	}
+	return strings.Compare(keyString(a)[1:], keyString(b)[1:])
+}
+
+// copyItem returns a deep copy of it, sharing nothing with it.
+func copyItem(it map[string]*types.Item) map[string]*types.Item {
+	if it == nil {
+		return nil
+	}
+	out := make(map[string]*types.Item, len(it))
+	for name, v := range it {
+		out[name] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v *types.Item) *types.Item {
+	c := *v
+	c.B = bytes.Clone(v.B)
+	c.M = copyItem(v.M)
+	if v.L != nil {
+		c.L = make([]*types.Item, len(v.L))
+		for i, e := range v.L {
+			c.L[i] = copyValue(e)
+		}
+	}
+	return &c
+}
+
+// sameItem reports whether a and b hold the same attributes and values.
+func sameItem(a, b map[string]*types.Item) bool {
+	var x, y bytes.Buffer
+	writeItem(&x, a)
+	writeItem(&y, b)
+	return bytes.Equal(x.Bytes(), y.Bytes())
+}
