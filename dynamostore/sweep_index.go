@@ -37,6 +37,24 @@ import (
 // its storage sooner. Reading stuck records early would need the state in
 // the index's key, which would cost two more index writes per request.
 //
+// A record without ExpiryBucketAttribute (written before the index existed,
+// or by a Store without Options.ExpiryIndex) is not in the index. So that
+// such records are evicted on a table without TTL too, and shown, a sweep
+// in SweepIndex mode also scans the table for them (a Scan filtered on
+// the attribute's absence: DynamoDB charges it, and the rate limit counts
+// it, for every item it reads) unless a scan that found none started
+// within UnindexedScanInterval. It decides each such record as SweepScan
+// does (evicts an expired one, reclaims a stuck one) and counts it as
+// SweepReport.Unindexed. The scan is one more part of the sweep, paged,
+// budgeted and resumed with the shards, and it spans passes: its position
+// stays in the cursor when the pass of the shards finishes. A scan that
+// reads the whole table without finding one is noted in an item of the
+// table ("#expiry-index-complete", or "#expiry-index-complete/" and the
+// Region, in the schema's namespace as Resume's cursor item is); until the note is UnindexedScanInterval old, sweeps read the
+// index alone. A Store writing without the option after that is found at
+// the next scan: set Options.ExpiryIndex on every Store of the table.
+// Records are never rewritten to put them in the index.
+//
 // Both modes delete with the same conditional deletes, so they are equally
 // safe: a record claimed again, completed or deleted since it was read
 // survives and counts as skipped.
@@ -152,6 +170,11 @@ func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
+// unindexedPart is the number of the part of a sweep in SweepIndex mode
+// that scans for the records outside the index; parts 0 to
+// ExpiryIndexShards-1 are the shards.
+const unindexedPart = ExpiryIndexShards
+
 // sweepIndex is Sweep in SweepIndex mode.
 func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, error) {
 	start := s.opts.Now()
@@ -168,8 +191,15 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 		}
 	}
 	run := s.newRun(ctx, start)
-	tallies := make([]sweepTally, ExpiryIndexShards)
-	pending := make(chan int, ExpiryIndexShards)
+	// The shards, the scan for the records outside the index, and the
+	// reads and writes of the note of its last clean pass.
+	tallies := make([]sweepTally, ExpiryIndexShards+2)
+	scan, note := &tallies[unindexedPart], &tallies[unindexedPart+1]
+	note.done = true
+	if cur.Unindexed == unindexedNone && ctx.Err() == nil && s.unindexedDue(ctx, start, note) {
+		cur.Unindexed, cur.UnindexedAfter, cur.UnindexedSince = unindexedClean, nil, start.UnixMilli()
+	}
+	pending := make(chan int, ExpiryIndexShards+1)
 	for shard, pos := range cur.Shards {
 		if pos.Phase == phaseDone {
 			tallies[shard] = sweepTally{done: true, phase: phaseDone}
@@ -177,27 +207,60 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 		}
 		pending <- shard
 	}
+	if cur.Unindexed != unindexedNone {
+		pending <- unindexedPart
+	} else {
+		scan.done = true
+	}
 	close(pending)
 	var wg sync.WaitGroup
 	for range min(s.opts.Segments, max(len(pending), 1)) {
 		wg.Go(func() {
-			for shard := range pending {
-				pos := cur.Shards[shard]
-				tallies[shard] = run.indexShard(ctx, shard, pos.Phase, sweepKeyFromCursor(pos.After))
+			for part := range pending {
+				if part == unindexedPart {
+					*scan = run.segment(ctx, 0, 1, sweepKeyFromCursor(cur.UnindexedAfter), true)
+					continue
+				}
+				pos := cur.Shards[part]
+				tallies[part] = run.indexShard(ctx, part, pos.Phase, sweepKeyFromCursor(pos.After))
 			}
 		})
 	}
 	wg.Wait()
 
+	found := cur.Unindexed == unindexedFound || scan.unindexed > 0
+	if cur.Unindexed != unindexedNone && scan.done {
+		s.unindexedDone(ctx, cur.UnindexedSince, found, note)
+	}
 	report, err := s.report(start, s.opts.Segments, tallies)
+	// The pass is the shards': the scan for the records outside the
+	// index goes on across passes, in the cursor.
+	report.Finished = true
+	for _, t := range tallies[:ExpiryIndexShards] {
+		report.Finished = report.Finished && t.done
+	}
+	if report.Finished {
+		report.StoppedBy = ""
+	}
+	next := &indexCursor{Table: s.table, Region: s.opts.Region}
 	if !report.Finished {
-		next := &indexCursor{Table: s.table, Region: s.opts.Region}
-		for shard, t := range tallies {
+		for shard, t := range tallies[:ExpiryIndexShards] {
 			next.Shards[shard].Phase = t.phase
 			if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 && t.phase != phaseDone {
 				next.Shards[shard].After = after
 			}
 		}
+	}
+	if cur.Unindexed != unindexedNone && !scan.done {
+		next.Unindexed, next.UnindexedSince = unindexedClean, cur.UnindexedSince
+		if found {
+			next.Unindexed = unindexedFound
+		}
+		if after, ok := sweepKeyToCursor(scan.after); ok && len(after) > 0 {
+			next.UnindexedAfter = after
+		}
+	}
+	if !report.Finished || next.Unindexed != unindexedNone {
 		report.Cursor = next.encode()
 	}
 	return s.conclude(ctx, report, tallies, err)

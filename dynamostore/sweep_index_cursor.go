@@ -4,20 +4,40 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // sweepIndexCursorVersion is the version of the cursors of SweepIndex
-// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion); version
-// 4 was SweepIndex mode's with three phases per shard over buckets of
-// another form, never released, and is refused as not a cursor.
-const sweepIndexCursorVersion = 5
+// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion).
+const sweepIndexCursorVersion = 6
+
+// unindexedScan is where a sweep in SweepIndex mode stands in its scan of
+// the table for the key records outside the expiry index.
+type unindexedScan byte
+
+const (
+	// unindexedNone: no such scan is running.
+	unindexedNone unindexedScan = iota
+	// unindexedClean: scanning, and no such record was read yet.
+	unindexedClean
+	// unindexedFound: scanning, and such a record was read.
+	unindexedFound
+)
 
 // indexCursor is the decoded form of a resume cursor of SweepIndex mode:
-// where each shard of the index stands.
+// where each shard of the index stands, and where the scan for the
+// records outside the index does.
 type indexCursor struct {
 	Table  string
 	Region string // "" for none
 	Shards [ExpiryIndexShards]indexShardCursor
+	// Unindexed is the state of the scan for the records outside the
+	// index; while it runs, UnindexedAfter is the table key to continue
+	// after (nil: from the start) and UnindexedSince the time it started,
+	// in epoch milliseconds.
+	Unindexed      unindexedScan
+	UnindexedAfter map[string]sweepKeyValue
+	UnindexedSince int64
 }
 
 // indexShardCursor is one shard's position: its phase, and the index key
@@ -27,21 +47,24 @@ type indexShardCursor struct {
 	After map[string]sweepKeyValue
 }
 
-// Framing of a version 5 cursor, before base64url (no padding):
+// Framing of a version 6 cursor, before base64url (no padding):
 //
-//	version byte (5)
+//	version byte (6)
 //	uvarint length, table name
 //	uvarint length, region (0 for none, at most MaxSweepRegionLen)
 //	uvarint shard count (ExpiryIndexShards)
 //	per shard: its phase byte, then, unless the phase is done, a key as
 //	version 2 writes one (a uvarint attribute count, 0 for the phase's
-//	start, and the attributes).
+//	start, and the attributes)
+//	the scan for the records outside the index: its state byte, then,
+//	unless it is none, a table key as above and a uvarint start time
+//	(epoch milliseconds).
 //
 // A shard's key holds up to four attributes (the table's partition key,
 // the index's two keys, and the table's sort key when it has one), so the
 // cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
-// keys of about 3.2 KB, about 140 KB in base64: far below the 400 KB of
-// the item Resume keeps it in.
+// such keys and one table key of about 3.2 KB, about 145 KB in base64:
+// far below the 400 KB of the item Resume keeps it in.
 
 // encode returns the cursor as an opaque string.
 func (c *indexCursor) encode() string {
@@ -53,6 +76,11 @@ func (c *indexCursor) encode() string {
 		if sh.Phase != phaseDone {
 			b = appendCursorKey(b, sh.After)
 		}
+	}
+	b = append(b, byte(c.Unindexed))
+	if c.Unindexed != unindexedNone {
+		b = appendCursorKey(b, c.UnindexedAfter)
+		b = binary.AppendUvarint(b, uint64(max(c.UnindexedSince, 0)))
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -91,6 +119,15 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 			}
 		}
 	}
+	switch c.Unindexed = unindexedScan(r.byte()); {
+	case c.Unindexed > unindexedFound:
+		r.fail()
+	case c.Unindexed != unindexedNone:
+		if c.UnindexedAfter = r.key(); len(c.UnindexedAfter) == 0 {
+			c.UnindexedAfter = nil
+		}
+		c.UnindexedSince = int64(r.uvarint(math.MaxInt64))
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()
 	}
@@ -109,6 +146,9 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 		if err := checkCursorKey(sh.After); err != nil {
 			return nil, fmt.Errorf("%w: shard %d: %s", ErrInvalidCursor, i, err.Error())
 		}
+	}
+	if err := checkCursorKey(c.UnindexedAfter); err != nil {
+		return nil, fmt.Errorf("%w: the scan for records outside the index: %s", ErrInvalidCursor, err.Error())
 	}
 	return c, nil
 }

@@ -26,6 +26,9 @@ func TestSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote(t *testing.T) {
 
 func testSweepWithRegionDeletesOnlyTheRecordsThatRegionWrote(t *testing.T, e *env) {
 	ctx := context.Background()
+	if e.indexed() {
+		e.indexComplete(t, "a", "b")
+	}
 	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
 	stores := map[string]*dynamostore.Store{
 		"a": e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "a" }),
@@ -97,6 +100,9 @@ func TestRegionalSweepCountsRecordsOfNoRegionAsUnownedLag(t *testing.T) {
 
 func testRegionalSweepCountsRecordsOfNoRegionAsUnownedLag(t *testing.T, e *env) {
 	ctx := context.Background()
+	if e.indexed() {
+		e.indexComplete(t, "a", "b")
+	}
 	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
 	for key, s := range map[string]*dynamostore.Store{
 		"done-":  e.store(nil, lease),
@@ -140,6 +146,9 @@ func TestSweepWithOwnsDeletesWhatTheHookGivesItWhoeverWroteIt(t *testing.T) {
 
 func testSweepWithOwnsDeletesWhatTheHookGivesItWhoeverWroteIt(t *testing.T, e *env) {
 	ctx := context.Background()
+	if e.indexed() {
+		e.indexComplete(t, "a", "b")
+	}
 	lease := func(o *dynamostore.Options) { o.Retention, o.Lease = 2*time.Minute, time.Minute }
 	a := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "a" })
 	b := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = "b" })
