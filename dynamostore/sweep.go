@@ -309,7 +309,11 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // table (see SweepMode), shard by shard, Segments shards at a time, each
 // in two queries paged as the Scan is: the shard's records whose exp is
 // before now (oldest first), and its record with the smallest exp from
-// now on (Limit 1). The index does not hold the state: every record of
+// now on (Limit 1; with Region, the first such record the sweep may
+// delete, read in pages of 1, 2, 4 and more up to PageSize, the others'
+// records before it counted as Foreign, so that the live figures are the
+// region's own: in a region that writes few of a shard's records, that
+// reads many entries). The index does not hold the state: every record of
 // the first query is evicted with the eviction's conditional delete above
 // (which leaves alone an in-progress record under a live lock, and a
 // record claimed again since), and counts as evicted whether it was

@@ -82,7 +82,9 @@ const (
 	// phaseExpired reads the shard's records whose exp passed.
 	phaseExpired indexPhase = iota
 	// phaseNext reads the shard's record that expires next (Limit 1):
-	// the observation of the oldest live record.
+	// the observation of the oldest live record. A sweep with
+	// SweepOptions.Region reads on until the next of the records it may
+	// delete, in pages of 1, 2, 4 and more entries up to PageSize.
 	phaseNext
 	// phaseDone: the shard is swept.
 	phaseDone
@@ -106,14 +108,15 @@ func (l *layout) indexProjection() (string, map[string]string) {
 	})
 }
 
-// indexQuery returns the Query of one page of shard's phase, at now.
+// indexQuery returns the Query of one page of at most limit entries of
+// shard's phase, at now.
 func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.Time, limit int,
 	after map[string]types.AttributeValue) *dynamodb.QueryInput {
 	proj, names := l.indexProjection()
 	names["#bucket"] = ExpiryBucketAttribute
 	cond := "#bucket = :bucket AND #exp < :now_s"
 	if phase == phaseNext {
-		cond, limit = "#bucket = :bucket AND #exp >= :now_s", 1
+		cond = "#bucket = :bucket AND #exp >= :now_s"
 	}
 	values := map[string]types.AttributeValue{
 		":bucket": attrS(l.Namespaced(bucketValue(shard))),
@@ -272,14 +275,21 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, after map[string]types.AttributeValue) sweepTally {
 	t := sweepTally{phase: phase, after: after}
 	o := &r.s.opts
+	nextPages := 0 // pages of phaseNext read by this run
 	for t.phase < phaseDone {
 		if t.stop = r.mayStart(ctx); t.stop != "" {
 			return t
 		}
+		limit := o.PageSize
+		if t.phase == phaseNext {
+			limit = min(o.PageSize, 1<<min(nextPages, 30))
+			nextPages++
+		}
+		live := t.live
 		// One instant for the query's condition and the decisions on its
 		// items: every entry the expired phase returns is expired at now.
 		now := o.Now()
-		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, o.PageSize, t.after))
+		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, limit, t.after))
 		if err != nil {
 			if ctx.Err() != nil {
 				t.stop = SweepStoppedByCancel
@@ -295,7 +305,9 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 			t.stop = SweepStoppedByCancel // the page is read again next time
 			return t
 		}
-		if len(out.LastEvaluatedKey) == 0 || t.phase == phaseNext {
+		// The next phase reads one entry, or with a Region on until the
+		// first record this sweep may delete: the next of its own.
+		if len(out.LastEvaluatedKey) == 0 || (t.phase == phaseNext && (o.Region == "" || t.live > live)) {
 			t.phase, t.after = t.phase+1, nil
 			continue
 		}

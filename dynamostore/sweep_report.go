@@ -80,7 +80,9 @@ type SweepReport struct {
 	Skipped int64
 	// LiveKeys counts live records seen: neither expired nor stuck. In
 	// SweepIndex mode those are the next record to expire of each shard
-	// (at most ExpiryIndexShards), not the table's live records, and the
+	// (at most ExpiryIndexShards; with SweepOptions.Region, the next of
+	// the records the sweep may delete, and those of them on the page
+	// that read it), not the table's live records, and the
 	// live records that the scan for the records outside the index read.
 	LiveKeys int64
 	// Foreign counts items that are not key records, and with
@@ -105,7 +107,8 @@ type SweepReport struct {
 	Unindexed int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen. In SweepIndex mode the
-	// records seen are those with the smallest exp of each shard, and the
+	// records seen are those with the smallest exp of each shard (with
+	// SweepOptions.Region, among the records the sweep may delete), and the
 	// figure is an estimate: a record's exp is its claim time plus its
 	// lease plus the Retention (a commit within the lock keeps it), so the
 	// record that expires first is the one claimed first when every Store
