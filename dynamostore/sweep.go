@@ -22,7 +22,8 @@ import (
 // satisfies it; tests wrap it to inject faults.
 type SweepClient interface {
 	// Scan reads the table in SweepScan mode, and in SweepIndex mode
-	// the table's items outside the expiry index (see SweepMode).
+	// the table's items outside the expiry index (see SweepMode) and,
+	// after a pass that read none of its buckets, one entry of the index.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	// Query reads the expiry index in SweepIndex mode, and DescribeTable
 	// checks that the index exists (once per Sweeper).
@@ -345,7 +346,10 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // cursor of the other mode is invalid too) or, in SweepIndex mode, the
 // index check failed (ErrExpiryIndex, or a *StoreError of DescribeTable).
 // The error is nil when every call succeeded, whether or not the pass
-// finished. When the context is canceled, the error is the context's: the
+// finished; in SweepIndex mode, a pass that read no entry of the sweep's
+// buckets is followed by a read of one entry of the index (a Scan, Limit
+// 1), and one in another bucket is an error matching ErrSweepSchema: the
+// sweep's Schema is not the Stores'. When the context is canceled, the error is the context's: the
 // segments stop, a page interrupted in its deletes is swept again by the
 // next run (its items are counted again). Otherwise it is the first
 // DynamoDB failure, a *StoreError: a failed delete is counted and the

@@ -1,9 +1,11 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +68,16 @@ const (
 	// SweepIndex reads the expiry index.
 	SweepIndex SweepMode = "index"
 )
+
+// ErrSweepSchema reports a sweep in SweepIndex mode whose
+// SweepOptions.Schema is not the one of the Stores writing the table: a
+// whole pass read no entry of the index in the sweep's buckets (whose
+// values carry its Prefix: see ExpiryBucket), while the index holds
+// entries of other buckets. Such a sweep would evict nothing and report no
+// lag. The error's message names the sweep's Prefix and the bucket found.
+// On a table shared by several schemas, a sweep of one whose records are
+// not yet in the index gets it too, until its first record is.
+var ErrSweepSchema = errors.New("dynamostore: the sweep's key schema is not the one of the table's records")
 
 // ErrExpiryIndex reports a table whose expiry index is missing, neither
 // ACTIVE nor UPDATING (CREATING, DELETING), or not the one EnsureExpiryIndex creates (another key schema, or
@@ -231,6 +243,14 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	}
 	wg.Wait()
 
+	seen := cur.Seen
+	for _, t := range tallies[:ExpiryIndexShards] {
+		seen = seen || t.scanned > 0
+	}
+	var schemaErr error
+	if !seen && ctx.Err() == nil && allDone(tallies[:ExpiryIndexShards]) {
+		schemaErr = s.checkBuckets(ctx, note)
+	}
 	found := cur.Unindexed == unindexedFound || scan.unindexed > 0
 	if cur.Unindexed != unindexedNone && scan.done {
 		s.unindexedDone(ctx, cur.UnindexedSince, found, note)
@@ -238,15 +258,12 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	report, err := s.report(start, s.opts.Segments, tallies)
 	// The pass is the shards': the scan for the records outside the
 	// index goes on across passes, in the cursor.
-	report.Finished = true
-	for _, t := range tallies[:ExpiryIndexShards] {
-		report.Finished = report.Finished && t.done
-	}
-	if report.Finished {
+	if report.Finished = allDone(tallies[:ExpiryIndexShards]); report.Finished {
 		report.StoppedBy = ""
 	}
 	next := &indexCursor{Table: s.table, Region: s.opts.Region}
 	if !report.Finished {
+		next.Seen = seen
 		for shard, t := range tallies[:ExpiryIndexShards] {
 			next.Shards[shard].Phase = t.phase
 			if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 && t.phase != phaseDone {
@@ -266,7 +283,67 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	if !report.Finished || next.Unindexed != unindexedNone {
 		report.Cursor = next.encode()
 	}
-	return s.conclude(ctx, report, tallies, err)
+	return s.conclude(ctx, report, tallies, cmp.Or(err, schemaErr))
+}
+
+// allDone reports whether every tally is done.
+func allDone(tallies []sweepTally) bool {
+	for _, t := range tallies {
+		if !t.done {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBuckets is called after a pass that read no entry of the
+// sweeper's buckets: it reads one entry of the index (a Scan, Limit 1),
+// and returns an error matching ErrSweepSchema when it is in another
+// bucket than the sweeper's. A failed Scan is a failed call of t.
+func (s *Sweeper) checkBuckets(ctx context.Context, t *sweepTally) error {
+	out, err := s.client.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                &s.table,
+		IndexName:                aws.String(ExpiryIndexName),
+		Limit:                    aws.Int32(1),
+		ProjectionExpression:     aws.String("#bucket"),
+		ExpressionAttributeNames: map[string]string{"#bucket": ExpiryBucketAttribute},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		t.fail(&StoreError{Op: "Scan", Err: err, Table: s.table}, fmt.Sprintf("Scan of index %s for its buckets: %v", ExpiryIndexName, err))
+		return nil
+	}
+	t.rcu += readUnits(out.ConsumedCapacity)
+	for _, item := range out.Items {
+		bucket, err := getS(item, ExpiryBucketAttribute)
+		if err != nil || s.layout.isBucket(bucket) {
+			continue
+		}
+		return fmt.Errorf("%w: table %q: a whole pass of index %q read no entry of this sweep's buckets (Prefix %q), "+
+			"but the index holds entries of bucket %q (%s): set SweepOptions.Schema to the KeySchema of the Stores that write the table",
+			ErrSweepSchema, s.table, ExpiryIndexName, s.layout.Prefix, bucket, bucketSchema(bucket))
+	}
+	return nil
+}
+
+// isBucket reports whether v is one of the layout's bucket values.
+func (l *layout) isBucket(v string) bool {
+	rest, ok := strings.CutPrefix(v, l.Namespaced(""))
+	if !ok || len(rest) != 2 || rest[0] < '0' || rest[0] > '9' || rest[1] < '0' || rest[1] > '9' {
+		return false
+	}
+	return int(rest[0]-'0')*10+int(rest[1]-'0') < ExpiryIndexShards
+}
+
+// bucketSchema describes the schema whose records carry bucket v.
+func bucketSchema(v string) string {
+	switch {
+	case len(v) == 2:
+		return "records of a schema without a Prefix"
+	case len(v) > 3 && v[len(v)-3] == '#':
+		return fmt.Sprintf("records of Prefix %q", v[:len(v)-3])
+	}
+	return "not a bucket of this package"
 }
 
 // indexShard sweeps one shard of the expiry index from phase, starting

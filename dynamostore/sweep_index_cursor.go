@@ -38,6 +38,8 @@ type indexCursor struct {
 	Unindexed      unindexedScan
 	UnindexedAfter map[string]sweepKeyValue
 	UnindexedSince int64
+	// Seen is set once the pass read an entry of the sweep's buckets.
+	Seen bool
 }
 
 // indexShardCursor is one shard's position: its phase, and the index key
@@ -58,13 +60,22 @@ type indexShardCursor struct {
 //	start, and the attributes)
 //	the scan for the records outside the index: its state byte, then,
 //	unless it is none, a table key as above and a uvarint start time
-//	(epoch milliseconds).
+//	(epoch milliseconds)
+//	a byte, 1 when the pass read an entry of its buckets, else 0.
 //
 // A shard's key holds up to four attributes (the table's partition key,
 // the index's two keys, and the table's sort key when it has one), so the
 // cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
 // such keys and one table key of about 3.2 KB, about 145 KB in base64:
 // far below the 400 KB of the item Resume keeps it in.
+
+// btob is 1 for true, 0 for false.
+func btob(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
 
 // encode returns the cursor as an opaque string.
 func (c *indexCursor) encode() string {
@@ -82,6 +93,7 @@ func (c *indexCursor) encode() string {
 		b = appendCursorKey(b, c.UnindexedAfter)
 		b = binary.AppendUvarint(b, uint64(max(c.UnindexedSince, 0)))
 	}
+	b = append(b, btob(c.Seen))
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -127,6 +139,13 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 			c.UnindexedAfter = nil
 		}
 		c.UnindexedSince = int64(r.uvarint(math.MaxInt64))
+	}
+	switch r.byte() {
+	case 0:
+	case 1:
+		c.Seen = true
+	default:
+		r.fail()
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()

@@ -418,3 +418,51 @@ func TestIndexSweepGoesOnWhileTheIndexIsUpdating(t *testing.T) {
 	require.ErrorIs(t, err, dynamostore.ErrExpiryIndex)
 	assert.Contains(t, err.Error(), "still CREATING")
 }
+
+// An index sweeper whose Prefix is not the Stores' queries buckets that
+// hold nothing: instead of empty passes with no lag, the pass that read
+// none of its buckets is refused with ErrSweepSchema, naming its Prefix
+// and the bucket the index holds. An empty index, or the Stores' schema,
+// is no error.
+func TestIndexSweepWithAnotherPrefixThanTheStoresIsRefused(t *testing.T) {
+	e := indexEnv(t, false)
+	ctx := context.Background()
+	other := func(o *dynamostore.SweepOptions) { o.Schema = dynamostore.KeySchema{Prefix: "other"} }
+	r, err := e.sweeper(e.client, other).Sweep(ctx, "")
+	require.NoError(t, err, "an empty index")
+	assert.True(t, r.Finished)
+
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 40)
+	r, err = e.sweeper(e.client, other).Sweep(ctx, "")
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+	for _, want := range []string{e.table, `Prefix "other"`, "without a Prefix", "SweepOptions.Schema"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	require.NotNil(t, r)
+	assert.Zero(t, r.Scanned)
+	assert.Subset(t, tableKeys(t, e.ep.Client, e.table), sortedUnion(truth.byKind[:]...), "nothing deleted")
+
+	// Resumed over several runs, the pass is refused when it finishes.
+	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
+	first, err := e.sweeper(client, other, func(o *dynamostore.SweepOptions) { o.Budget = 10 * time.Second }).Sweep(ctx, "")
+	require.NoError(t, err, "an unfinished pass")
+	require.NotEmpty(t, first.Cursor)
+	_, err = e.sweeper(client, other).Sweep(ctx, first.Cursor)
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+
+	// The Stores' own schema finds their records.
+	r, err = e.sweeper(e.client).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Positive(t, r.Evicted)
+
+	// A store with a Prefix, swept without one, is refused as well.
+	shared := dynamostore.KeySchema{Prefix: "idemkey"}
+	e2 := indexEnv(t, true)
+	require.NoError(t, dynamostore.EnsureExpiryIndex(ctx, e2.ep.Client, e2.table, shared, 0))
+	store := e2.store(nil, func(o *dynamostore.Options) { o.Schema, o.ExpiryIndex = shared, true })
+	commitKeys(t, store, "k1")
+	_, err = e2.sweeper(e2.client).Sweep(ctx, "")
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+	assert.Contains(t, err.Error(), `records of Prefix "idemkey"`)
+	assert.Contains(t, err.Error(), `(Prefix "")`)
+}
