@@ -307,8 +307,10 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // deleted and the report counts what would have been.
 //
 // In SweepIndex mode the sweep reads the expiry index instead of the
-// table (see SweepMode), shard by shard, Segments shards at a time, each
-// in two queries paged as the Scan is: the shard's records whose exp is
+// table (see SweepMode), shard by shard, Segments shards at a time (a run
+// resumed from a cursor starts with the shard after the last one the run
+// before served, so that under a tight Budget every shard is served in
+// turn), each in two queries paged as the Scan is: the shard's records whose exp is
 // before now (oldest first), and its record with the smallest exp from
 // now on (Limit 1; with Region, the first such record the sweep may
 // delete, read in pages of 1, 2, 4 and more up to PageSize, the others'

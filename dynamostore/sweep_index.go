@@ -185,10 +185,13 @@ func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// unindexedPart is the number of the part of a sweep in SweepIndex mode
-// that scans for the records outside the index; parts 0 to
-// ExpiryIndexShards-1 are the shards.
-const unindexedPart = ExpiryIndexShards
+// The parts of a sweep in SweepIndex mode: the shards, 0 to
+// ExpiryIndexShards-1, and unindexedPart, the scan for the records outside
+// the index.
+const (
+	unindexedPart = ExpiryIndexShards
+	indexParts    = ExpiryIndexShards + 1
+)
 
 // sweepIndex is Sweep in SweepIndex mode.
 func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, error) {
@@ -214,18 +217,22 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	if cur.Unindexed == unindexedNone && ctx.Err() == nil && s.unindexedDue(ctx, start, note) {
 		cur.Unindexed, cur.UnindexedAfter, cur.UnindexedSince = unindexedClean, nil, start.UnixMilli()
 	}
-	pending := make(chan int, ExpiryIndexShards+1)
-	for shard, pos := range cur.Shards {
-		if pos.Phase == phaseDone {
-			tallies[shard] = sweepTally{done: true, phase: phaseDone}
-			continue
+	// The parts left, in turn from cur.Next: under a budget that serves
+	// a few parts per run, every part is served within a few runs.
+	var order []int
+	for i := range indexParts {
+		switch part := (cur.Next + i) % indexParts; {
+		case part == unindexedPart && cur.Unindexed == unindexedNone:
+			scan.done = true
+		case part < unindexedPart && cur.Shards[part].Phase == phaseDone:
+			tallies[part] = sweepTally{done: true, phase: phaseDone}
+		default:
+			order = append(order, part)
 		}
-		pending <- shard
 	}
-	if cur.Unindexed != unindexedNone {
-		pending <- unindexedPart
-	} else {
-		scan.done = true
+	pending := make(chan int, len(order))
+	for _, part := range order {
+		pending <- part
 	}
 	close(pending)
 	var wg sync.WaitGroup
@@ -261,7 +268,12 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	if report.Finished = allDone(tallies[:ExpiryIndexShards]); report.Finished {
 		report.StoppedBy = ""
 	}
-	next := &indexCursor{Table: s.table, Region: s.opts.Region}
+	next := &indexCursor{Table: s.table, Region: s.opts.Region, Next: cur.Next}
+	for _, part := range order {
+		if tallies[part].pages > 0 {
+			next.Next = (part + 1) % indexParts // after the last part served
+		}
+	}
 	if !report.Finished {
 		next.Seen = seen
 		for shard, t := range tallies[:ExpiryIndexShards] {

@@ -40,6 +40,9 @@ type indexCursor struct {
 	UnindexedSince int64
 	// Seen is set once the pass read an entry of the sweep's buckets.
 	Seen bool
+	// Next is the part the next run serves first: a shard, or
+	// unindexedPart for the scan.
+	Next int
 }
 
 // indexShardCursor is one shard's position: its phase, and the index key
@@ -61,7 +64,8 @@ type indexShardCursor struct {
 //	the scan for the records outside the index: its state byte, then,
 //	unless it is none, a table key as above and a uvarint start time
 //	(epoch milliseconds)
-//	a byte, 1 when the pass read an entry of its buckets, else 0.
+//	a byte, 1 when the pass read an entry of its buckets, else 0
+//	uvarint, the part the next run starts with (a shard, or 32: the scan).
 //
 // A shard's key holds up to four attributes (the table's partition key,
 // the index's two keys, and the table's sort key when it has one), so the
@@ -94,6 +98,7 @@ func (c *indexCursor) encode() string {
 		b = binary.AppendUvarint(b, uint64(max(c.UnindexedSince, 0)))
 	}
 	b = append(b, btob(c.Seen))
+	b = binary.AppendUvarint(b, uint64(c.Next))
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -147,6 +152,7 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	default:
 		r.fail()
 	}
+	c.Next = r.uvarint(unindexedPart)
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()
 	}

@@ -27,7 +27,7 @@ func indexCursorWithKeys(t *testing.T, table, region string) *indexCursor {
 			c.Shards[i].After = after
 		}
 	}
-	c.Unindexed, c.UnindexedSince, c.Seen = unindexedFound, 1_800_000_000_123, true
+	c.Unindexed, c.UnindexedSince, c.Seen, c.Next = unindexedFound, 1_800_000_000_123, true, unindexedPart
 	c.UnindexedAfter, ok = sweepKeyToCursor(map[string]types.AttributeValue{"pk": attrS("8:tenant-ak2")})
 	require.True(t, ok)
 	return c

@@ -466,3 +466,37 @@ func TestIndexSweepWithAnotherPrefixThanTheStoresIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), `records of Prefix "idemkey"`)
 	assert.Contains(t, err.Error(), `(Prefix "")`)
 }
+
+// Under a budget that serves one page per run, each run starts with the
+// part after the last one the previous run served, so that every shard
+// is served in turn: the last shard's expired records are evicted within
+// ExpiryIndexShards runs (in a fixed order, the first shards' second
+// queries came first, and the last shard waited 63 runs).
+func TestIndexSweepUnderATightBudgetServesEveryShardInTurn(t *testing.T) {
+	e := indexEnv(t, false)
+	ctx := context.Background()
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
+	const lastShard = "31" // ExpiryIndexShards-1
+	var last []string
+	for _, pk := range truth.byKind[expired] {
+		if dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk) == lastShard {
+			last = append(last, pk)
+		}
+	}
+	require.NotEmpty(t, last, "the last shard holds expired records")
+	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
+	sweeper := e.sweeper(client, func(o *dynamostore.SweepOptions) { o.Segments, o.Budget = 1, time.Second })
+	cursor := ""
+	for run := range dynamostore.ExpiryIndexShards {
+		r, err := sweeper.Sweep(ctx, cursor)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.Pages, "run %d serves one page", run)
+		require.NotEmpty(t, r.Cursor)
+		cursor = r.Cursor
+	}
+	remaining := tableKeys(t, e.ep.Client, e.table)
+	for _, pk := range last {
+		assert.NotContains(t, remaining, pk, "an expired record of the last shard")
+	}
+	assert.Equal(t, e.remaining(truth), remaining, "each shard's expired records, one page each, are gone")
+}
