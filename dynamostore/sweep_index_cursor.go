@@ -8,7 +8,7 @@ import (
 )
 
 // sweepIndexCursorVersion is the version of the cursors of SweepIndex
-// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion).
+// mode; SweepScan's is sweepCursorVersion.
 const sweepIndexCursorVersion = 6
 
 // unindexedScan is where a sweep in SweepIndex mode stands in its scan of
@@ -59,8 +59,8 @@ type indexShardCursor struct {
 //	uvarint length, region (0 for none, at most MaxSweepRegionLen)
 //	uvarint shard count (ExpiryIndexShards)
 //	per shard: its phase byte, then, unless the phase is done, a key as
-//	version 2 writes one (a uvarint attribute count, 0 for the phase's
-//	start, and the attributes)
+//	a scan's cursor holds one (a uvarint attribute count, 0 for the
+//	phase's start, and the attributes)
 //	the scan for the records outside the index: its state byte, then,
 //	unless it is none, a table key as above and a uvarint start time
 //	(epoch milliseconds)
@@ -114,7 +114,7 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	switch {
 	case len(raw) == 0:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
-	case raw[0] == '{' || (raw[0] >= 1 && raw[0] <= sweepRegionCursorVersion):
+	case raw[0] == sweepCursorVersion:
 		return nil, fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepScan, SweepIndex)
 	case raw[0] != sweepIndexCursorVersion:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)

@@ -60,7 +60,10 @@ type SweepReport struct {
 	Pages int64
 	// Scanned is the number of items (index entries) read, from
 	// DynamoDB's ScannedCount (or the number of items returned, where an
-	// implementation leaves ScannedCount out).
+	// implementation leaves ScannedCount out). Of the scan for the records
+	// outside the index (SweepIndex mode), it counts the items its filter
+	// returned; those it dropped, which are in the index, count in the
+	// rate limit and in ConsumedReadUnits only.
 	Scanned int64
 	// Evicted counts expired records deleted (with DryRun: that would
 	// have been).
