@@ -137,3 +137,49 @@ func pks(keys ...string) []string {
 	}
 	return out
 }
+
+// The regional sweepers of a table without TTL (HomeRegion) whose writers
+// lack Options.ExpiryIndex: each region's index sweep finds every record
+// outside the index, evicts its own region's and leaves the others' to
+// their sweeper (Foreign, and Unindexed), and notes a clean scan only once
+// none is left.
+func TestRegionalIndexSweepsEvictTheirOwnRecordsOutsideTheIndex(t *testing.T) {
+	e := noTTLIndexEnv(t)
+	ctx := context.Background()
+	lease := func(o *dynamostore.Options) { o.Retention, o.Lease, o.ExpiryIndex = time.Hour, time.Minute, false }
+	for _, region := range []string{"a", "b"} {
+		s := e.store(nil, lease, func(o *dynamostore.Options) { o.Region = region })
+		commitKeys(t, s, region+"-1", region+"-2", region+"-3")
+	}
+	e.clock.Advance(2 * time.Hour) // all expired an hour ago
+	sweep := func(region string) *dynamostore.SweepReport {
+		t.Helper()
+		r, err := e.sweeper(e.client, func(o *dynamostore.SweepOptions) { o.Region = region }).Sweep(ctx, "")
+		require.NoError(t, err)
+		require.Empty(t, r.Cursor)
+		checkIdentity(t, r)
+		return r
+	}
+	r := sweep("a")
+	assert.Equal(t, int64(3), r.Evicted, "a's own")
+	assert.Equal(t, int64(3), r.Foreign, "b's, left to b's sweeper")
+	assert.Equal(t, int64(6), r.Unindexed)
+	assertLag(t, 59*time.Minute, r.EvictionLag)
+
+	r = sweep("b")
+	assert.Equal(t, int64(3), r.Evicted, "b's own")
+	assert.Equal(t, int64(3), r.Unindexed)
+	assert.Empty(t, tableKeys(t, e.ep.Client, e.table))
+
+	for _, region := range []string{"a", "b"} {
+		r = sweep(region) // finds none, and notes it
+		assert.Zero(t, r.Unindexed, region)
+	}
+	// A live record in the index, so that the passes read an entry of
+	// their buckets (an empty index is looked at with a one-entry Scan).
+	commitKeys(t, e.store(nil, func(o *dynamostore.Options) { o.Region = "a" }), "a-live")
+	e.calls.Reset()
+	sweep("a")
+	sweep("b")
+	assert.Zero(t, e.calls.Count("Scan"), "each region's note holds")
+}
