@@ -42,7 +42,8 @@ func (s SweepStop) severity() int {
 // In SweepIndex mode the items are the entries of the expiry index read
 // by Query, which hold the keys and the attributes a sweep decides on:
 // every record whose exp passed, in progress or completed, and per shard
-// the record that expires next. The live records are otherwise not read,
+// the record that expires next; and the items of the scan for the records
+// outside the index, while it runs (see SweepMode). The live records are otherwise not read,
 // so LiveKeys and OldestLiveKeyAge describe the records read (see each
 // field), and Reclaimed is zero (see SweepMode); the other figures mean
 // what they mean in SweepScan mode.
