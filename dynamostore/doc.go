@@ -111,6 +111,9 @@
 // units per request over a record's life, one at the claim and one at
 // the eviction (see EnsureExpiryIndex). Stuck records are read there once
 // their exp passed, not as soon as their lock expired (see SweepMode).
+// Records without exp_bucket (older than the index, or written by a store
+// without Options.ExpiryIndex) are found by a scan that the index sweep
+// runs until a whole scan finds none, and then once a day.
 //
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the

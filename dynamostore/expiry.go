@@ -44,10 +44,15 @@ const (
 // records of a bucket, oldest first, however old they are, and no time
 // range of buckets needs to be enumerated.
 //
-// A record written by a Store without Options.ExpiryIndex has none and is
-// not in the index: a sweep in SweepIndex mode never sees it, DynamoDB's
-// TTL deletes it, and writing it again with the option (any claim or
-// commit) or setting the attribute to this value puts it in the index.
+// A record written by a Store without Options.ExpiryIndex (or before the
+// index existed) has none and is not in the index. A sweep in SweepIndex
+// mode finds such records by scanning the table for them (see SweepMode):
+// it evicts them when expired and counts them as SweepReport.Unindexed,
+// their expiry in EvictionLag, until a whole scan finds none, and then
+// scans again once UnindexedScanInterval has passed. DynamoDB's TTL also
+// deletes them, on a table whose TTL is on (not one of multiregion's
+// HomeRegion or the template's WriterRegion). Writing a record again with
+// the option (any claim or commit) puts it in the index.
 func ExpiryBucket(schema KeySchema, partitionKey string) string {
 	return keyschema.Schema(schema).Namespaced(bucketValue(expiryShard(partitionKey)))
 }

@@ -69,6 +69,9 @@ func inSharedModes(t *testing.T, test func(t *testing.T, e *sharedEnv)) {
 		e := newSharedEnv(t)
 		e.mode = mode
 		indexFor(t, mode, e.ep.Client, e.table, sharedSchema)
+		if mode == dynamostore.SweepIndex {
+			require.NoError(t, dynamostore.NoteIndexComplete(context.Background(), e.ep.Client, e.table, sharedSchema, "", e.clock.Now()))
+		}
 		return e
 	}, test)
 }

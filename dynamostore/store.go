@@ -95,8 +95,10 @@ type Options struct {
 	// lock expiry, which the index projects, so that a commit leaves the
 	// record's index entry as its claim wrote it. Without it (the default)
 	// records carry neither, and are 21 bytes smaller: a Sweeper in
-	// SweepIndex mode never reads them, and DynamoDB's TTL must delete
-	// them. Every store writing to a table swept by index must set it.
+	// SweepIndex mode finds them only by scanning the table for them, at
+	// the cost of a scan (see SweepMode), and counts them as
+	// SweepReport.Unindexed. Every store writing to a table swept by index
+	// must set it.
 	ExpiryIndex bool
 	// Schema is where records live in the table (default: the dedicated
 	// key table's layout; see KeySchema). Every store, sweeper and tool

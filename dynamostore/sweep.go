@@ -21,14 +21,18 @@ import (
 // SweepClient is the set of DynamoDB calls a Sweeper makes. *dynamodb.Client
 // satisfies it; tests wrap it to inject faults.
 type SweepClient interface {
-	// Scan reads the table in SweepScan mode.
+	// Scan reads the table in SweepScan mode, and in SweepIndex mode
+	// the table's items outside the expiry index (see SweepMode) and,
+	// after a pass that read none of its buckets, one entry of the index.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	// Query reads the expiry index in SweepIndex mode, and DescribeTable
 	// checks that the index exists (once per Sweeper).
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	// GetItem and PutItem read and write the resume cursor (Resume).
+	// GetItem and PutItem read and write the resume cursor (Resume) and,
+	// in SweepIndex mode, the note of the last scan that found no record
+	// outside the index.
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 }
@@ -173,6 +177,9 @@ type Sweeper struct {
 	// indexChecked is set once DescribeTable showed the expiry index
 	// readable and fit (SweepIndex mode).
 	indexChecked atomic.Bool
+	// indexClean is the start, in epoch milliseconds, of the last scan
+	// known to have found no key record outside the index (0: none).
+	indexClean atomic.Int64
 }
 
 // NewSweeper returns a Sweeper over table. It panics if client is nil,
@@ -300,10 +307,16 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // deleted and the report counts what would have been.
 //
 // In SweepIndex mode the sweep reads the expiry index instead of the
-// table (see SweepMode), shard by shard, Segments shards at a time, each
-// in two queries paged as the Scan is: the shard's records whose exp is
+// table (see SweepMode), shard by shard, Segments shards at a time (a run
+// resumed from a cursor starts with the shard after the last one the run
+// before served, so that under a tight Budget every shard is served in
+// turn), each in two queries paged as the Scan is: the shard's records whose exp is
 // before now (oldest first), and its record with the smallest exp from
-// now on (Limit 1). The index does not hold the state: every record of
+// now on (Limit 1; with Region, the first such record the sweep may
+// delete, read in pages of 1, 2, 4 and more up to PageSize, the others'
+// records before it counted as Foreign, so that the live figures are the
+// region's own: in a region that writes few of a shard's records, that
+// reads many entries). The index does not hold the state: every record of
 // the first query is evicted with the eviction's conditional delete above
 // (which leaves alone an in-progress record under a live lock, and a
 // record claimed again since), and counts as evicted whether it was
@@ -313,7 +326,9 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // is the report's OldestLiveKeyAge, an estimate: the record that expires
 // next is the one claimed first, except that a claim with a longer lease
 // expires later by as much, so the oldest live record may be older by at
-// most the longest lease less the shortest. EvictionLag is exact. The
+// most the longest lease less the shortest. EvictionLag is exact for the
+// records in the index; the records outside it count once the scan for
+// them reads them (see SweepMode). The
 // sweep first checks, once per Sweeper, with DescribeTable, that the
 // table has the index as EnsureExpiryIndex creates it; a table without
 // it, or with another index of that name, is an error matching
@@ -323,7 +338,9 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // The sweep stops starting pages when its Budget is spent or its context's
 // deadline nears (see DeadlineMargin), and then returns a report whose
 // Cursor resumes the pass where it stopped; a page in progress is always
-// finished first. A pass that finished returns Cursor "". The rate limits
+// finished first. A pass that finished returns Cursor "" (in SweepIndex
+// mode, unless the scan for the records outside the index is unfinished:
+// the cursor continues it). The rate limits
 // (ItemsPerSecond, ReadUnitsPerSecond) are waited for between pages, and a
 // wait that would end past the budget stops the sweep instead.
 //
@@ -331,7 +348,10 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // cursor of the other mode is invalid too) or, in SweepIndex mode, the
 // index check failed (ErrExpiryIndex, or a *StoreError of DescribeTable).
 // The error is nil when every call succeeded, whether or not the pass
-// finished. When the context is canceled, the error is the context's: the
+// finished; in SweepIndex mode, a pass that read no entry of the sweep's
+// buckets is followed by a read of one entry of the index (a Scan, Limit
+// 1), and one in another bucket is an error matching ErrSweepSchema: the
+// sweep's Schema is not the Stores'. When the context is canceled, the error is the context's: the
 // segments stop, a page interrupted in its deletes is swept again by the
 // next run (its items are counted again). Otherwise it is the first
 // DynamoDB failure, a *StoreError: a failed delete is counted and the
@@ -357,7 +377,7 @@ func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error
 			tallies[i].done = true
 			continue
 		}
-		wg.Go(func() { tallies[i] = run.segment(ctx, i, len(cur.Segments), sweepKeyFromCursor(seg.After)) })
+		wg.Go(func() { tallies[i] = run.segment(ctx, i, len(cur.Segments), sweepKeyFromCursor(seg.After), false) })
 	}
 	wg.Wait()
 
@@ -385,7 +405,7 @@ func (s *Sweeper) conclude(ctx context.Context, report *SweepReport, tallies []s
 		}
 	}
 	level := slog.LevelInfo
-	if err != nil || report.Unowned > 0 {
+	if err != nil || report.Unowned > 0 || report.Unindexed > 0 {
 		level = slog.LevelWarn
 	}
 	s.opts.Logger.LogAttrs(context.WithoutCancel(ctx), level, "idemkey sweep", report.attrs()...)
@@ -426,6 +446,7 @@ func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*
 		r.LiveKeys += t.live
 		r.Foreign += t.foreign
 		r.Unowned += t.unowned
+		r.Unindexed += t.unindexed
 		r.OldestLiveKeyAge = max(r.OldestLiveKeyAge, t.oldestLive)
 		r.EvictionLag = max(r.EvictionLag, t.lag)
 		r.ConsumedReadUnits += t.rcu
@@ -471,6 +492,8 @@ type sweepRun struct {
 // sweepTally is one segment's share of a report, and where it stands.
 type sweepTally struct {
 	pages, scanned, evicted, reclaimed, skipped, live, foreign, unowned, errors int64
+	// unindexed counts the key records without ExpiryBucketAttribute read.
+	unindexed int64
 
 	oldestLive, lag time.Duration
 	rcu, wcu        float64
@@ -515,16 +538,27 @@ func (r *sweepRun) waitTurn(ctx context.Context) error {
 
 // segment sweeps segment seg of total, starting after the key after (nil:
 // from its beginning), until it finishes, its stop time comes, its context
-// ends or a Scan fails.
-func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string]types.AttributeValue) sweepTally {
+// ends or a Scan fails. With unindexed, it reads only the items without
+// ExpiryBucketAttribute (a filter: the Scan still reads every item, and
+// the rate limit is paid for each) and counts the key records among them.
+func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string]types.AttributeValue, unindexed bool) sweepTally {
 	t := sweepTally{after: after}
 	o := &r.s.opts
+	decide := r.sweepItem
+	if unindexed {
+		decide = r.unindexedItem
+	}
 	for {
 		if t.stop = r.mayStart(ctx); t.stop != "" {
 			return t
 		}
 		proj, names := r.s.layout.sweepProjection()
+		var filter *string
+		if unindexed {
+			filter, names["#bucket"] = aws.String("attribute_not_exists(#bucket)"), ExpiryBucketAttribute
+		}
 		in := &dynamodb.ScanInput{
+			FilterExpression:         filter,
 			TableName:                &r.s.table,
 			Limit:                    aws.Int32(int32(min(o.PageSize, 1<<30))),
 			ProjectionExpression:     aws.String(proj),
@@ -545,7 +579,14 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 			t.stop = SweepStoppedByError
 			return t
 		}
-		r.sweepPage(ctx, o.Now(), out.Items, out.ScannedCount, out.ConsumedCapacity, &t, r.sweepItem)
+		scanned := out.ScannedCount
+		if unindexed {
+			// The items the filter dropped are in the index: the rate
+			// limit pays for them, the report counts those returned.
+			r.items.pay(float64(max(scanned-int32(len(out.Items)), 0)))
+			scanned = int32(len(out.Items))
+		}
+		r.sweepPage(ctx, o.Now(), out.Items, scanned, out.ConsumedCapacity, &t, decide)
 		if ctx.Err() != nil {
 			t.stop = SweepStoppedByCancel // the page is swept again next time
 			return t

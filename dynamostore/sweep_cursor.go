@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -52,64 +51,53 @@ const (
 	maxUpdatedBytes = 21
 )
 
-// maxCursorLen bounds the cursors sweepDecodeCursor reads. Cursors of
-// version 1 (JSON, written before the item bound) could be longer than
-// one item; it leaves them room.
+// maxCursorLen bounds the cursor strings the decoders read: far above
+// any cursor a sweep returns, which fits in one item.
 const maxCursorLen = 4 << 20
 
 // sweepCursor is the decoded form of a resume cursor: where each segment
 // of an unfinished pass stands.
 type sweepCursor struct {
-	Version int    `json:"v"`
-	Table   string `json:"table"`
+	Table string
 	// Region is the SweepOptions.Region of the sweep that wrote the
-	// cursor; "" for none (versions 1 and 2).
-	Region   string           `json:"-"`
-	Segments []sweepSegCursor `json:"segments"`
+	// cursor; "" for none.
+	Region   string
+	Segments []sweepSegCursor
 }
 
 // sweepSegCursor is one segment's position: done, or the key to start
 // after (nil: from the segment's beginning).
 type sweepSegCursor struct {
-	Done  bool                     `json:"done,omitempty"`
-	After map[string]sweepKeyValue `json:"after,omitempty"`
+	Done  bool
+	After map[string]sweepKeyValue
 }
 
 // sweepKeyValue is a key attribute value: exactly one of S, N, B. Key
 // attributes cannot have any other type.
 type sweepKeyValue struct {
-	S *string `json:"S,omitempty"`
-	N *string `json:"N,omitempty"`
-	B []byte  `json:"B,omitempty"`
+	S *string
+	N *string
+	B []byte
 }
 
-// sweepCursorVersion is the version encode writes for a sweep without a
-// region. Version 1 was JSON: its escapes (6 bytes for a control
-// character) made the worst case six times a key's size. Version 2 is
-// binary: a key costs its own bytes plus a few of framing, which bounds a
-// cursor by its segment count alone. sweepDecodeCursor reads both.
-const sweepCursorVersion = 2
-
-// sweepRegionCursorVersion is the version encode writes for a sweep with a
-// region: version 2 with the region after the table name. A sweep without
-// a region still writes version 2, byte for byte as before.
-const sweepRegionCursorVersion = 3
+// sweepCursorVersion is the version of the cursors of SweepScan mode, the
+// only one decoders read (versions 1 and 2, unreleased, had no region or
+// were JSON, whose escapes made the worst case six times a key's size). A
+// key costs its own bytes plus a few of framing, which bounds a cursor by
+// its segment count alone.
+const sweepCursorVersion = 3
 
 // newSweepCursor returns the cursor of a pass of segments segments from
 // the start, for a sweep of table restricted to region ("" for none).
 func newSweepCursor(table, region string, segments int) *sweepCursor {
-	v := sweepCursorVersion
-	if region != "" {
-		v = sweepRegionCursorVersion
-	}
-	return &sweepCursor{Version: v, Table: table, Region: region, Segments: make([]sweepSegCursor, segments)}
+	return &sweepCursor{Table: table, Region: region, Segments: make([]sweepSegCursor, segments)}
 }
 
-// Framing of a version 2 cursor, before base64url (no padding):
+// Framing of a version 3 cursor, before base64url (no padding):
 //
-//	version byte (2, or 3 for a sweep with a region)
+//	version byte (3)
 //	uvarint length, table name
-//	version 3 only: uvarint length, region (1 to MaxSweepRegionLen bytes)
+//	uvarint length, region (0 for none, at most MaxSweepRegionLen bytes)
 //	uvarint segment count
 //	per segment: a tag (segFromStart, segDone or segAfter); after
 //	segAfter, a uvarint attribute count and per attribute, sorted by
@@ -121,8 +109,8 @@ const (
 	segAfter     byte = 2
 )
 
-// Worst-case sizes of a cursor of a key table: version 3 with a region of
-// MaxSweepRegionLen bytes (a version 2 cursor is shorter), a table name of
+// Worst-case sizes of a cursor of a key table: a region of
+// MaxSweepRegionLen bytes, a table name of
 // maxTableNameBytes, and each segment pending after a key "pk" of
 // maxPartitionKeyBytes. A uvarint below 16384 takes 2 bytes at most, one
 // below 128 one byte.
@@ -176,22 +164,16 @@ func (l *layout) maxSweepSegments() int {
 }
 
 // keyAttrWorstBytes is the framing and value of one key attribute in a
-// version 2 cursor, its value of at most maxValue bytes.
+// cursor, its value of at most maxValue bytes.
 func keyAttrWorstBytes(name string, maxValue int) int {
 	return len(binary.AppendUvarint(nil, uint64(len(name)))) + len(name) + 1 + len(binary.AppendUvarint(nil, uint64(maxValue))) + maxValue
 }
 
 // encode returns the cursor as an opaque string: base64url of its binary
-// form, version 2 without a region, 3 with one.
+// form.
 func (c *sweepCursor) encode() string {
-	b := []byte{sweepCursorVersion}
-	if c.Region != "" {
-		b[0] = sweepRegionCursorVersion
-	}
-	b = appendBytes(b, []byte(c.Table))
-	if c.Region != "" {
-		b = appendBytes(b, []byte(c.Region))
-	}
+	b := appendBytes([]byte{sweepCursorVersion}, []byte(c.Table))
+	b = appendBytes(b, []byte(c.Region))
 	b = binary.AppendUvarint(b, uint64(len(c.Segments)))
 	for _, seg := range c.Segments {
 		switch {
@@ -227,11 +209,10 @@ func appendCursorKey(b []byte, key map[string]sweepKeyValue) []byte {
 	return b
 }
 
-// sweepDecodeCursor decodes a cursor returned by a sweep of table
-// restricted to region ("" for none): of version 1 or 2 without a region,
-// 3 with one. Any other input, a cursor of another table or of another
-// region included, is an error matching ErrInvalidCursor; it never panics.
-// The cursor it returns has the version encode writes for it.
+// sweepDecodeCursor decodes a cursor returned by a sweep in SweepScan
+// mode of table restricted to region ("" for none). Any other input, a
+// cursor of another table, region or mode included, is an error matching
+// ErrInvalidCursor; it never panics.
 func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	raw, err := cursorBytes(s)
 	if err != nil {
@@ -239,10 +220,8 @@ func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	}
 	var c *sweepCursor
 	switch {
-	case len(raw) > 0 && (raw[0] == sweepCursorVersion || raw[0] == sweepRegionCursorVersion):
-		c, err = decodeCursorV2(raw[1:], raw[0] == sweepRegionCursorVersion)
-	case len(raw) > 0 && raw[0] == '{':
-		c, err = decodeCursorV1(raw)
+	case len(raw) > 0 && raw[0] == sweepCursorVersion:
+		c, err = decodeScanCursor(raw[1:])
 	case len(raw) > 0 && raw[0] == sweepIndexCursorVersion:
 		err = fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepIndex, SweepScan)
 	default:
@@ -250,10 +229,6 @@ func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	}
 	if err != nil {
 		return nil, err
-	}
-	c.Version = sweepCursorVersion
-	if c.Region != "" {
-		c.Version = sweepRegionCursorVersion
 	}
 	if err := c.validate(table, region); err != nil {
 		return nil, err
@@ -272,26 +247,6 @@ func cursorBytes(s string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
 	}
 	return raw, nil
-}
-
-// decodeCursorV1 reads the JSON form of version 1.
-func decodeCursorV1(raw []byte) (*sweepCursor, error) {
-	var c sweepCursor
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
-	}
-	if c.Version != 1 {
-		return nil, fmt.Errorf("%w: unknown version %d", ErrInvalidCursor, c.Version)
-	}
-	for i, seg := range c.Segments {
-		if seg.Done && seg.After != nil {
-			return nil, fmt.Errorf("%w: segment %d both done and pending", ErrInvalidCursor, i)
-		}
-		if seg.After != nil && len(seg.After) == 0 {
-			return nil, fmt.Errorf("%w: segment %d has an empty key", ErrInvalidCursor, i)
-		}
-	}
-	return &c, nil
 }
 
 // cursorReader reads the binary form; its first error sticks.
@@ -369,15 +324,12 @@ func (r *cursorReader) key() map[string]sweepKeyValue {
 	return key
 }
 
-// decodeCursorV2 reads the binary form of version 2, or of version 3 when
-// withRegion is set, after its version byte.
-func decodeCursorV2(raw []byte, withRegion bool) (*sweepCursor, error) {
+// decodeScanCursor reads the binary form after its version byte.
+func decodeScanCursor(raw []byte) (*sweepCursor, error) {
 	r := &cursorReader{b: raw}
 	c := &sweepCursor{Table: string(r.bytes())}
-	if withRegion {
-		if c.Region = string(r.bytes()); c.Region == "" || len(c.Region) > MaxSweepRegionLen {
-			r.fail()
-		}
+	if c.Region = string(r.bytes()); len(c.Region) > MaxSweepRegionLen {
+		r.fail()
 	}
 	n := r.uvarint(MaxSweepSegments)
 	for i := 0; i < n && r.err == nil; i++ {
@@ -404,7 +356,7 @@ func decodeCursorV2(raw []byte, withRegion bool) (*sweepCursor, error) {
 	return c, nil
 }
 
-// validate checks what every version must hold.
+// validate checks what the cursor of a sweep of table in region holds.
 func (c *sweepCursor) validate(table, region string) error {
 	switch {
 	case c.Table != table:

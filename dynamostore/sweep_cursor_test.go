@@ -28,7 +28,7 @@ func TestCursorRoundTripsEveryKeyType(t *testing.T) {
 	}
 	after, ok := sweepKeyToCursor(key)
 	require.True(t, ok)
-	c := &sweepCursor{Version: sweepCursorVersion, Table: "keys", Segments: []sweepSegCursor{{Done: true}, {After: after}, {}}}
+	c := &sweepCursor{Table: "keys", Segments: []sweepSegCursor{{Done: true}, {After: after}, {}}}
 	back, err := sweepDecodeCursor(c.encode(), "keys", "")
 	require.NoError(t, err)
 	assert.Equal(t, c, back)
@@ -42,52 +42,35 @@ func TestCursorRefusesNonKeyValues(t *testing.T) {
 }
 
 func TestDecodeCursorRejectsEverythingItDidNotWrite(t *testing.T) {
-	enc := func(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }
-	cases := map[string]string{
-		"empty":             "",
-		"not base64":        "***",
-		"padded base64":     base64.URLEncoding.EncodeToString([]byte(`{"v":1}`)),
-		"not JSON":          enc(`nope`),
-		"JSON array":        enc(`[1]`),
-		"version 0":         enc(`{"table":"keys","segments":[{}]}`),
-		"version 2":         enc(`{"v":2,"table":"keys","segments":[{}]}`),
-		"other table":       enc(`{"v":1,"table":"other","segments":[{}]}`),
-		"no segments":       enc(`{"v":1,"table":"keys","segments":[]}`),
-		"too many segments": enc(`{"v":1,"table":"keys","segments":[` + strings.Repeat(`{},`, MaxSweepSegments) + `{}]}`),
-		"done and after":    enc(`{"v":1,"table":"keys","segments":[{"done":true,"after":{"pk":{"S":"x"}}}]}`),
-		"empty key":         enc(`{"v":1,"table":"keys","segments":[{"after":{}}]}`),
-		"untyped value":     enc(`{"v":1,"table":"keys","segments":[{"after":{"pk":{}}}]}`),
-		"two types":         enc(`{"v":1,"table":"keys","segments":[{"after":{"pk":{"S":"x","N":"1"}}}]}`),
-		"wrong field type":  enc(`{"v":"1","table":"keys","segments":[{}]}`),
-		"too long":          strings.Repeat("A", maxCursorLen+1),
-		"empty S":           enc(`{"v":1,"table":"keys","segments":[{"after":{"pk":{"S":""}}}]}`),
-		"empty name":        enc(`{"v":1,"table":"keys","segments":[{"after":{"":{"S":"x"}}}]}`),
-	}
-	v2 := func(b ...byte) string {
-		return base64.RawURLEncoding.EncodeToString(append([]byte{2, 4, 'k', 'e', 'y', 's'}, b...))
+	cur := func(b ...byte) string {
+		return base64.RawURLEncoding.EncodeToString(append([]byte{sweepCursorVersion, 4, 'k', 'e', 'y', 's', 0}, b...))
 	}
 	pk := []byte{2, 1, 2, 'p', 'k', 'S', 1, 'x'} // pending after one attribute: pk = "x"
-	for name, c := range map[string]string{
-		"v2 no segment count":    v2(),
-		"v2 no segments":         v2(0),
-		"v2 too many segments":   v2(MaxSweepSegments+1-128|0x80, 1),
-		"v2 missing segment":     v2(2, 1),
-		"v2 unknown tag":         v2(1, 3),
-		"v2 trailing bytes":      v2(1, 1, 0),
-		"v2 truncated key":       v2(append([]byte{1}, pk[:5]...)...),
-		"v2 value past the end":  v2(1, 2, 1, 2, 'p', 'k', 'S', 9, 'x'),
-		"v2 no attributes":       v2(1, 2, 0),
-		"v2 unknown type":        v2(1, 2, 1, 2, 'p', 'k', 'L', 1, 'x'),
-		"v2 duplicate attribute": v2(1, 2, 2, 2, 'p', 'k', 'S', 1, 'x', 2, 'p', 'k', 'S', 1, 'y'),
-		"v2 empty value":         v2(1, 2, 1, 2, 'p', 'k', 'B', 0),
-		"v2 empty name":          v2(1, 2, 1, 0, 'S', 1, 'x'),
-		"v2 other table":         base64.RawURLEncoding.EncodeToString([]byte{2, 1, 'o', 1, 1}),
-		"unknown version byte":   base64.RawURLEncoding.EncodeToString([]byte{4, 4, 'k', 'e', 'y', 's', 1, 1}),
-	} {
-		cases[name] = c
+	cases := map[string]string{
+		"empty":                "",
+		"not base64":           "***",
+		"padded base64":        base64.URLEncoding.EncodeToString([]byte{sweepCursorVersion, 4, 'k', 'e', 'y', 's', 0, 2, 0, 1}),
+		"JSON":                 base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"table":"keys","segments":[{}]}`)),
+		"too long":             strings.Repeat("A", maxCursorLen+1),
+		"no segment count":     cur(),
+		"no segments":          cur(0),
+		"too many segments":    cur(MaxSweepSegments+1-128|0x80, 1),
+		"missing segment":      cur(2, 1),
+		"unknown tag":          cur(1, 3),
+		"trailing bytes":       cur(1, 1, 0),
+		"truncated key":        cur(append([]byte{1}, pk[:5]...)...),
+		"value past the end":   cur(1, 2, 1, 2, 'p', 'k', 'S', 9, 'x'),
+		"no attributes":        cur(1, 2, 0),
+		"unknown type":         cur(1, 2, 1, 2, 'p', 'k', 'L', 1, 'x'),
+		"duplicate attribute":  cur(1, 2, 2, 2, 'p', 'k', 'S', 1, 'x', 2, 'p', 'k', 'S', 1, 'y'),
+		"empty value":          cur(1, 2, 1, 2, 'p', 'k', 'B', 0),
+		"empty name":           cur(1, 2, 1, 0, 'S', 1, 'x'),
+		"other table":          base64.RawURLEncoding.EncodeToString([]byte{sweepCursorVersion, 1, 'o', 0, 1, 1}),
+		"unreleased version 2": base64.RawURLEncoding.EncodeToString([]byte{2, 4, 'k', 'e', 'y', 's', 1, 1}),
+		"unknown version byte": base64.RawURLEncoding.EncodeToString([]byte{4, 4, 'k', 'e', 'y', 's', 0, 1, 1}),
 	}
-	ok, err := sweepDecodeCursor(v2(append([]byte{1}, pk...)...), "keys", "")
-	require.NoError(t, err, "the well-formed twin of the v2 cases")
+	ok, err := sweepDecodeCursor(cur(append([]byte{1}, pk...)...), "keys", "")
+	require.NoError(t, err, "the well-formed twin of the cases")
 	assert.Equal(t, map[string]types.AttributeValue{"pk": attrS("x")}, sweepKeyFromCursor(ok.Segments[0].After))
 	for name, c := range cases {
 		_, err := sweepDecodeCursor(c, "keys", "")
@@ -97,10 +80,9 @@ func TestDecodeCursorRejectsEverythingItDidNotWrite(t *testing.T) {
 
 func FuzzSweepCursor(f *testing.F) {
 	after, _ := sweepKeyToCursor(map[string]types.AttributeValue{"pk": attrS("3:abck")})
-	f.Add((&sweepCursor{Version: 1, Table: "keys", Segments: []sweepSegCursor{{Done: true}, {After: after}}}).encode())
+	f.Add((&sweepCursor{Table: "keys", Segments: []sweepSegCursor{{Done: true}, {After: after}}}).encode())
+	f.Add((&sweepCursor{Table: "keys", Region: "r", Segments: []sweepSegCursor{{}}}).encode())
 	f.Add("")
-	f.Add("eyJ2IjoxfQ")
-	f.Add(base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"table":"keys","segments":[{"done":true},{"after":{"pk":{"S":"3:abck"}}},{}]}`)))
 	f.Fuzz(func(t *testing.T, s string) {
 		c, err := sweepDecodeCursor(s, "keys", "")
 		if err != nil {
@@ -123,8 +105,7 @@ func FuzzSweepCursor(f *testing.F) {
 // worstCaseCursor returns the largest cursor a sweep of a key table can
 // return with the given segments and region: every segment pending after
 // a partition key of DynamoDB's maximal 2048 bytes, made of control
-// characters (each took 6 bytes in version 1's JSON), on a table with a
-// 255-byte name.
+// characters, on a table with a 255-byte name.
 func worstCaseCursor(table, region string, segments int) *sweepCursor {
 	c := newSweepCursor(table, region, segments)
 	for i := range c.Segments {
@@ -228,28 +209,16 @@ func TestSaveSweepCursorRefusesACursorLargerThanAnItemWithoutACall(t *testing.T)
 	assert.Zero(t, calls.Total())
 }
 
-func TestCursorOfVersion1IsStillRead(t *testing.T) {
-	// A cursor saved by a sweeper before version 2, with a key of each type.
-	v1 := base64.RawURLEncoding.EncodeToString([]byte(
-		`{"v":1,"table":"keys","segments":[{"done":true},{"after":{"pk":{"S":"7:tenant<&>k"},"n":{"N":"-12"},"b":{"B":"AAH/"}}},{}]}`))
-	c, err := sweepDecodeCursor(v1, "keys", "")
-	require.NoError(t, err)
-	assert.Equal(t, sweepCursorVersion, c.Version)
-	assert.Equal(t, map[string]types.AttributeValue{"pk": attrS("7:tenant<&>k"), "n": attrN(-12), "b": attrB([]byte{0, 1, 255})},
-		sweepKeyFromCursor(c.Segments[1].After))
-	again, err := sweepDecodeCursor(c.encode(), "keys", "")
-	require.NoError(t, err)
-	assert.Equal(t, c, again, "re-encoded as version 2")
-}
-
-func TestCursorWithoutRegionIsStillVersion2ByteForByte(t *testing.T) {
+func TestCursorIsItsVersionTableRegionAndSegmentsByteForByte(t *testing.T) {
 	after, _ := sweepKeyToCursor(map[string]types.AttributeValue{"pk": attrS("x")})
 	c := newSweepCursor("keys", "", 3)
 	c.Segments[0].Done, c.Segments[2].After = true, after
-	want := []byte{2, 4, 'k', 'e', 'y', 's', 3, 1, 0, 2, 1, 2, 'p', 'k', 'S', 1, 'x'}
+	want := []byte{sweepCursorVersion, 4, 'k', 'e', 'y', 's', 0, 3, 1, 0, 2, 1, 2, 'p', 'k', 'S', 1, 'x'}
 	assert.Equal(t, base64.RawURLEncoding.EncodeToString(want), c.encode())
-	assert.Equal(t, sweepCursorVersion, c.Version)
-	assert.Equal(t, sweepCursorKey, sweepCursorKeyFor(""), "the region-less cursor item is where it always was")
+	c.Region = "r1"
+	want = append([]byte{sweepCursorVersion, 4, 'k', 'e', 'y', 's', 2, 'r', '1'}, want[7:]...)
+	assert.Equal(t, base64.RawURLEncoding.EncodeToString(want), c.encode())
+	assert.Equal(t, sweepCursorKey, sweepCursorKeyFor(""), "the region-less cursor item")
 }
 
 func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T) {
@@ -259,15 +228,13 @@ func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T
 	back, err := sweepDecodeCursor(enc, "keys", "us-east-1")
 	require.NoError(t, err)
 	assert.Equal(t, east, back)
-	assert.Equal(t, sweepRegionCursorVersion, back.Version)
 
 	for name, c := range map[string]struct{ cursor, region string }{
 		"another region":             {enc, "eu-west-1"},
 		"a region's, read by none":   {enc, ""},
 		"a prefix of the region":     {enc, "us-east"},
 		"no region's, read by one":   {newSweepCursor("keys", "", 2).encode(), "us-east-1"},
-		"version 1, read by one":     {base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"table":"keys","segments":[{}]}`)), "us-east-1"},
-		"v3 with an empty region":    {base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 0, 1, 1}), ""},
+		"no region's, spelled out":   {base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 0, 1, 1}), "us-east-1"},
 		"v3 with a region too long":  {base64.RawURLEncoding.EncodeToString(append(append([]byte{3, 4, 'k', 'e', 'y', 's', MaxSweepRegionLen + 1}, longestRegion+"r"...), 1, 1)), longestRegion + "r"},
 		"v3 truncated in the region": {base64.RawURLEncoding.EncodeToString([]byte{3, 4, 'k', 'e', 'y', 's', 9, 'u', 's'}), "us"},
 	} {

@@ -35,3 +35,14 @@ func LoadSweepCursor(ctx context.Context, client SweepClient, table string) (str
 func SaveSweepCursor(ctx context.Context, client SweepClient, table, cursor string, now time.Time) error {
 	return defaultLayout.saveSweepCursor(ctx, client, table, "", cursor, now)
 }
+
+// NoteIndexComplete notes, as a sweep in SweepIndex mode of region does
+// after a scan that found no key record outside the expiry index, that
+// such a scan of table (records of schema) started at since.
+func NoteIndexComplete(ctx context.Context, client SweepClient, table string, schema KeySchema, region string, since time.Time) error {
+	return newLayout(mustSchema("NoteIndexComplete", schema)).saveIndexComplete(ctx, client, table, region, since.UnixMilli())
+}
+
+// IndexCompleteKey is the partition key of the note of the last such scan
+// of the sweeps without a region.
+const IndexCompleteKey = indexCompleteKey

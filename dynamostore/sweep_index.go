@@ -1,9 +1,11 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,24 @@ import (
 // its storage sooner. Reading stuck records early would need the state in
 // the index's key, which would cost two more index writes per request.
 //
+// A record without ExpiryBucketAttribute (written before the index existed,
+// or by a Store without Options.ExpiryIndex) is not in the index. So that
+// such records are evicted on a table without TTL too, and shown, a sweep
+// in SweepIndex mode also scans the table for them (a Scan filtered on
+// the attribute's absence: DynamoDB charges it, and the rate limit counts
+// it, for every item it reads) unless a scan that found none started
+// within UnindexedScanInterval. It decides each such record as SweepScan
+// does (evicts an expired one, reclaims a stuck one) and counts it as
+// SweepReport.Unindexed. The scan is one more part of the sweep, paged,
+// budgeted and resumed with the shards, and it spans passes: its position
+// stays in the cursor when the pass of the shards finishes. A scan that
+// reads the whole table without finding one is noted in an item of the
+// table ("#expiry-index-complete", or "#expiry-index-complete/" and the
+// Region, in the schema's namespace as Resume's cursor item is); until the note is UnindexedScanInterval old, sweeps read the
+// index alone. A Store writing without the option after that is found at
+// the next scan: set Options.ExpiryIndex on every Store of the table.
+// Records are never rewritten to put them in the index.
+//
 // Both modes delete with the same conditional deletes, so they are equally
 // safe: a record claimed again, completed or deleted since it was read
 // survives and counts as skipped.
@@ -48,6 +68,16 @@ const (
 	// SweepIndex reads the expiry index.
 	SweepIndex SweepMode = "index"
 )
+
+// ErrSweepSchema reports a sweep in SweepIndex mode whose
+// SweepOptions.Schema is not the one of the Stores writing the table: a
+// whole pass read no entry of the index in the sweep's buckets (whose
+// values carry its Prefix: see ExpiryBucket), while the index holds
+// entries of other buckets. Such a sweep would evict nothing and report no
+// lag. The error's message names the sweep's Prefix and the bucket found.
+// On a table shared by several schemas, a sweep of one whose records are
+// not yet in the index gets it too, until its first record is.
+var ErrSweepSchema = errors.New("dynamostore: the sweep's key schema is not the one of the table's records")
 
 // ErrExpiryIndex reports a table whose expiry index is missing, neither
 // ACTIVE nor UPDATING (CREATING, DELETING), or not the one EnsureExpiryIndex creates (another key schema, or
@@ -64,7 +94,9 @@ const (
 	// phaseExpired reads the shard's records whose exp passed.
 	phaseExpired indexPhase = iota
 	// phaseNext reads the shard's record that expires next (Limit 1):
-	// the observation of the oldest live record.
+	// the observation of the oldest live record. A sweep with
+	// SweepOptions.Region reads on until the next of the records it may
+	// delete, in pages of 1, 2, 4 and more entries up to PageSize.
 	phaseNext
 	// phaseDone: the shard is swept.
 	phaseDone
@@ -88,14 +120,15 @@ func (l *layout) indexProjection() (string, map[string]string) {
 	})
 }
 
-// indexQuery returns the Query of one page of shard's phase, at now.
+// indexQuery returns the Query of one page of at most limit entries of
+// shard's phase, at now.
 func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.Time, limit int,
 	after map[string]types.AttributeValue) *dynamodb.QueryInput {
 	proj, names := l.indexProjection()
 	names["#bucket"] = ExpiryBucketAttribute
 	cond := "#bucket = :bucket AND #exp < :now_s"
 	if phase == phaseNext {
-		cond, limit = "#bucket = :bucket AND #exp >= :now_s", 1
+		cond = "#bucket = :bucket AND #exp >= :now_s"
 	}
 	values := map[string]types.AttributeValue{
 		":bucket": attrS(l.Namespaced(bucketValue(shard))),
@@ -152,6 +185,14 @@ func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
+// The parts of a sweep in SweepIndex mode: the shards, 0 to
+// ExpiryIndexShards-1, and unindexedPart, the scan for the records outside
+// the index.
+const (
+	unindexedPart = ExpiryIndexShards
+	indexParts    = ExpiryIndexShards + 1
+)
+
 // sweepIndex is Sweep in SweepIndex mode.
 func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, error) {
 	start := s.opts.Now()
@@ -168,39 +209,153 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 		}
 	}
 	run := s.newRun(ctx, start)
-	tallies := make([]sweepTally, ExpiryIndexShards)
-	pending := make(chan int, ExpiryIndexShards)
-	for shard, pos := range cur.Shards {
-		if pos.Phase == phaseDone {
-			tallies[shard] = sweepTally{done: true, phase: phaseDone}
-			continue
+	// The shards, the scan for the records outside the index, and the
+	// reads and writes of the note of its last clean pass.
+	tallies := make([]sweepTally, ExpiryIndexShards+2)
+	scan, note := &tallies[unindexedPart], &tallies[unindexedPart+1]
+	note.done = true
+	if cur.Unindexed == unindexedNone && ctx.Err() == nil && s.unindexedDue(ctx, start, note) {
+		cur.Unindexed, cur.UnindexedAfter, cur.UnindexedSince = unindexedClean, nil, start.UnixMilli()
+	}
+	// The parts left, in turn from cur.Next: under a budget that serves
+	// a few parts per run, every part is served within a few runs.
+	var order []int
+	for i := range indexParts {
+		switch part := (cur.Next + i) % indexParts; {
+		case part == unindexedPart && cur.Unindexed == unindexedNone:
+			scan.done = true
+		case part < unindexedPart && cur.Shards[part].Phase == phaseDone:
+			tallies[part] = sweepTally{done: true, phase: phaseDone}
+		default:
+			order = append(order, part)
 		}
-		pending <- shard
+	}
+	pending := make(chan int, len(order))
+	for _, part := range order {
+		pending <- part
 	}
 	close(pending)
 	var wg sync.WaitGroup
 	for range min(s.opts.Segments, max(len(pending), 1)) {
 		wg.Go(func() {
-			for shard := range pending {
-				pos := cur.Shards[shard]
-				tallies[shard] = run.indexShard(ctx, shard, pos.Phase, sweepKeyFromCursor(pos.After))
+			for part := range pending {
+				if part == unindexedPart {
+					*scan = run.segment(ctx, 0, 1, sweepKeyFromCursor(cur.UnindexedAfter), true)
+					continue
+				}
+				pos := cur.Shards[part]
+				tallies[part] = run.indexShard(ctx, part, pos.Phase, sweepKeyFromCursor(pos.After))
 			}
 		})
 	}
 	wg.Wait()
 
+	seen := cur.Seen
+	for _, t := range tallies[:ExpiryIndexShards] {
+		seen = seen || t.scanned > 0
+	}
+	var schemaErr error
+	if !seen && ctx.Err() == nil && allDone(tallies[:ExpiryIndexShards]) {
+		schemaErr = s.checkBuckets(ctx, note)
+	}
+	found := cur.Unindexed == unindexedFound || scan.unindexed > 0
+	if cur.Unindexed != unindexedNone && scan.done {
+		s.unindexedDone(ctx, cur.UnindexedSince, found, note)
+	}
 	report, err := s.report(start, s.opts.Segments, tallies)
+	// The pass is the shards': the scan for the records outside the
+	// index goes on across passes, in the cursor.
+	if report.Finished = allDone(tallies[:ExpiryIndexShards]); report.Finished {
+		report.StoppedBy = ""
+	}
+	next := &indexCursor{Table: s.table, Region: s.opts.Region, Next: cur.Next}
+	for _, part := range order {
+		if tallies[part].pages > 0 {
+			next.Next = (part + 1) % indexParts // after the last part served
+		}
+	}
 	if !report.Finished {
-		next := &indexCursor{Table: s.table, Region: s.opts.Region}
-		for shard, t := range tallies {
+		next.Seen = seen
+		for shard, t := range tallies[:ExpiryIndexShards] {
 			next.Shards[shard].Phase = t.phase
 			if after, ok := sweepKeyToCursor(t.after); ok && len(after) > 0 && t.phase != phaseDone {
 				next.Shards[shard].After = after
 			}
 		}
+	}
+	if cur.Unindexed != unindexedNone && !scan.done {
+		next.Unindexed, next.UnindexedSince = unindexedClean, cur.UnindexedSince
+		if found {
+			next.Unindexed = unindexedFound
+		}
+		if after, ok := sweepKeyToCursor(scan.after); ok && len(after) > 0 {
+			next.UnindexedAfter = after
+		}
+	}
+	if !report.Finished || next.Unindexed != unindexedNone {
 		report.Cursor = next.encode()
 	}
-	return s.conclude(ctx, report, tallies, err)
+	return s.conclude(ctx, report, tallies, cmp.Or(err, schemaErr))
+}
+
+// allDone reports whether every tally is done.
+func allDone(tallies []sweepTally) bool {
+	for _, t := range tallies {
+		if !t.done {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBuckets is called after a pass that read no entry of the
+// sweeper's buckets: it reads one entry of the index (a Scan, Limit 1),
+// and returns an error matching ErrSweepSchema when it is in another
+// bucket than the sweeper's. A failed Scan is a failed call of t.
+func (s *Sweeper) checkBuckets(ctx context.Context, t *sweepTally) error {
+	out, err := s.client.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                &s.table,
+		IndexName:                aws.String(ExpiryIndexName),
+		Limit:                    aws.Int32(1),
+		ProjectionExpression:     aws.String("#bucket"),
+		ExpressionAttributeNames: map[string]string{"#bucket": ExpiryBucketAttribute},
+		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		t.fail(&StoreError{Op: "Scan", Err: err, Table: s.table}, fmt.Sprintf("Scan of index %s for its buckets: %v", ExpiryIndexName, err))
+		return nil
+	}
+	t.rcu += readUnits(out.ConsumedCapacity)
+	for _, item := range out.Items {
+		bucket, err := getS(item, ExpiryBucketAttribute)
+		if err != nil || s.layout.isBucket(bucket) {
+			continue
+		}
+		return fmt.Errorf("%w: table %q: a whole pass of index %q read no entry of this sweep's buckets (Prefix %q), "+
+			"but the index holds entries of bucket %q (%s): set SweepOptions.Schema to the KeySchema of the Stores that write the table",
+			ErrSweepSchema, s.table, ExpiryIndexName, s.layout.Prefix, bucket, bucketSchema(bucket))
+	}
+	return nil
+}
+
+// isBucket reports whether v is one of the layout's bucket values.
+func (l *layout) isBucket(v string) bool {
+	rest, ok := strings.CutPrefix(v, l.Namespaced(""))
+	if !ok || len(rest) != 2 || rest[0] < '0' || rest[0] > '9' || rest[1] < '0' || rest[1] > '9' {
+		return false
+	}
+	return int(rest[0]-'0')*10+int(rest[1]-'0') < ExpiryIndexShards
+}
+
+// bucketSchema describes the schema whose records carry bucket v.
+func bucketSchema(v string) string {
+	switch {
+	case len(v) == 2:
+		return "records of a schema without a Prefix"
+	case len(v) > 3 && v[len(v)-3] == '#':
+		return fmt.Sprintf("records of Prefix %q", v[:len(v)-3])
+	}
+	return "not a bucket of this package"
 }
 
 // indexShard sweeps one shard of the expiry index from phase, starting
@@ -209,14 +364,21 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, after map[string]types.AttributeValue) sweepTally {
 	t := sweepTally{phase: phase, after: after}
 	o := &r.s.opts
+	nextPages := 0 // pages of phaseNext read by this run
 	for t.phase < phaseDone {
 		if t.stop = r.mayStart(ctx); t.stop != "" {
 			return t
 		}
+		limit := o.PageSize
+		if t.phase == phaseNext {
+			limit = min(o.PageSize, 1<<min(nextPages, 30))
+			nextPages++
+		}
+		live := t.live
 		// One instant for the query's condition and the decisions on its
 		// items: every entry the expired phase returns is expired at now.
 		now := o.Now()
-		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, o.PageSize, t.after))
+		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, limit, t.after))
 		if err != nil {
 			if ctx.Err() != nil {
 				t.stop = SweepStoppedByCancel
@@ -232,7 +394,9 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 			t.stop = SweepStoppedByCancel // the page is read again next time
 			return t
 		}
-		if len(out.LastEvaluatedKey) == 0 || t.phase == phaseNext {
+		// The next phase reads one entry, or with a Region on until the
+		// first record this sweep may delete: the next of its own.
+		if len(out.LastEvaluatedKey) == 0 || (t.phase == phaseNext && (o.Region == "" || t.live > live)) {
 			t.phase, t.after = t.phase+1, nil
 			continue
 		}

@@ -4,20 +4,45 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // sweepIndexCursorVersion is the version of the cursors of SweepIndex
-// mode. Versions 1 to 3 are SweepScan's (see sweepCursorVersion); version
-// 4 was SweepIndex mode's with three phases per shard over buckets of
-// another form, never released, and is refused as not a cursor.
-const sweepIndexCursorVersion = 5
+// mode; SweepScan's is sweepCursorVersion.
+const sweepIndexCursorVersion = 6
+
+// unindexedScan is where a sweep in SweepIndex mode stands in its scan of
+// the table for the key records outside the expiry index.
+type unindexedScan byte
+
+const (
+	// unindexedNone: no such scan is running.
+	unindexedNone unindexedScan = iota
+	// unindexedClean: scanning, and no such record was read yet.
+	unindexedClean
+	// unindexedFound: scanning, and such a record was read.
+	unindexedFound
+)
 
 // indexCursor is the decoded form of a resume cursor of SweepIndex mode:
-// where each shard of the index stands.
+// where each shard of the index stands, and where the scan for the
+// records outside the index does.
 type indexCursor struct {
 	Table  string
 	Region string // "" for none
 	Shards [ExpiryIndexShards]indexShardCursor
+	// Unindexed is the state of the scan for the records outside the
+	// index; while it runs, UnindexedAfter is the table key to continue
+	// after (nil: from the start) and UnindexedSince the time it started,
+	// in epoch milliseconds.
+	Unindexed      unindexedScan
+	UnindexedAfter map[string]sweepKeyValue
+	UnindexedSince int64
+	// Seen is set once the pass read an entry of the sweep's buckets.
+	Seen bool
+	// Next is the part the next run serves first: a shard, or
+	// unindexedPart for the scan.
+	Next int
 }
 
 // indexShardCursor is one shard's position: its phase, and the index key
@@ -27,21 +52,34 @@ type indexShardCursor struct {
 	After map[string]sweepKeyValue
 }
 
-// Framing of a version 5 cursor, before base64url (no padding):
+// Framing of a version 6 cursor, before base64url (no padding):
 //
-//	version byte (5)
+//	version byte (6)
 //	uvarint length, table name
 //	uvarint length, region (0 for none, at most MaxSweepRegionLen)
 //	uvarint shard count (ExpiryIndexShards)
 //	per shard: its phase byte, then, unless the phase is done, a key as
-//	version 2 writes one (a uvarint attribute count, 0 for the phase's
-//	start, and the attributes).
+//	a scan's cursor holds one (a uvarint attribute count, 0 for the
+//	phase's start, and the attributes)
+//	the scan for the records outside the index: its state byte, then,
+//	unless it is none, a table key as above and a uvarint start time
+//	(epoch milliseconds)
+//	a byte, 1 when the pass read an entry of its buckets, else 0
+//	uvarint, the part the next run starts with (a shard, or 32: the scan).
 //
 // A shard's key holds up to four attributes (the table's partition key,
 // the index's two keys, and the table's sort key when it has one), so the
 // cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
-// keys of about 3.2 KB, about 140 KB in base64: far below the 400 KB of
-// the item Resume keeps it in.
+// such keys and one table key of about 3.2 KB, about 145 KB in base64:
+// far below the 400 KB of the item Resume keeps it in.
+
+// btob is 1 for true, 0 for false.
+func btob(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
 
 // encode returns the cursor as an opaque string.
 func (c *indexCursor) encode() string {
@@ -54,6 +92,13 @@ func (c *indexCursor) encode() string {
 			b = appendCursorKey(b, sh.After)
 		}
 	}
+	b = append(b, byte(c.Unindexed))
+	if c.Unindexed != unindexedNone {
+		b = appendCursorKey(b, c.UnindexedAfter)
+		b = binary.AppendUvarint(b, uint64(max(c.UnindexedSince, 0)))
+	}
+	b = append(b, btob(c.Seen))
+	b = binary.AppendUvarint(b, uint64(c.Next))
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -69,7 +114,7 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	switch {
 	case len(raw) == 0:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
-	case raw[0] == '{' || (raw[0] >= 1 && raw[0] <= sweepRegionCursorVersion):
+	case raw[0] == sweepCursorVersion:
 		return nil, fmt.Errorf("%w: it belongs to a sweep in %s mode, this one is in %s mode", ErrInvalidCursor, SweepScan, SweepIndex)
 	case raw[0] != sweepIndexCursorVersion:
 		return nil, fmt.Errorf("%w: not a cursor", ErrInvalidCursor)
@@ -91,6 +136,23 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 			}
 		}
 	}
+	switch c.Unindexed = unindexedScan(r.byte()); {
+	case c.Unindexed > unindexedFound:
+		r.fail()
+	case c.Unindexed != unindexedNone:
+		if c.UnindexedAfter = r.key(); len(c.UnindexedAfter) == 0 {
+			c.UnindexedAfter = nil
+		}
+		c.UnindexedSince = int64(r.uvarint(math.MaxInt64))
+	}
+	switch r.byte() {
+	case 0:
+	case 1:
+		c.Seen = true
+	default:
+		r.fail()
+	}
+	c.Next = r.uvarint(unindexedPart)
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()
 	}
@@ -109,6 +171,9 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 		if err := checkCursorKey(sh.After); err != nil {
 			return nil, fmt.Errorf("%w: shard %d: %s", ErrInvalidCursor, i, err.Error())
 		}
+	}
+	if err := checkCursorKey(c.UnindexedAfter); err != nil {
+		return nil, fmt.Errorf("%w: the scan for records outside the index: %s", ErrInvalidCursor, err.Error())
 	}
 	return c, nil
 }

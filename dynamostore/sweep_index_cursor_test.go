@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 
@@ -26,6 +27,9 @@ func indexCursorWithKeys(t *testing.T, table, region string) *indexCursor {
 			c.Shards[i].After = after
 		}
 	}
+	c.Unindexed, c.UnindexedSince, c.Seen, c.Next = unindexedFound, 1_800_000_000_123, true, unindexedPart
+	c.UnindexedAfter, ok = sweepKeyToCursor(map[string]types.AttributeValue{"pk": attrS("8:tenant-ak2")})
+	require.True(t, ok)
 	return c
 }
 
@@ -35,6 +39,15 @@ func TestIndexCursorRoundTripsEveryPhaseAndKey(t *testing.T) {
 		back, err := decodeIndexCursor(c.encode(), "keys", region)
 		require.NoError(t, err, region)
 		assert.Equal(t, c, back, region)
+	}
+	for _, state := range []unindexedScan{unindexedNone, unindexedClean} {
+		c := &indexCursor{Table: "keys", Unindexed: state}
+		if state != unindexedNone {
+			c.UnindexedSince = 1
+		}
+		back, err := decodeIndexCursor(c.encode(), "keys", "")
+		require.NoError(t, err)
+		assert.Equal(t, c, back, "a scan from its start, or none")
 	}
 }
 
@@ -69,11 +82,18 @@ func TestDecodeIndexCursorRejectsEverythingItDidNotWrite(t *testing.T) {
 	// String: no DynamoDB key has one.
 	emptyValue := append(allDone(header(ExpiryIndexShards), ExpiryIndexShards-1), byte(phaseExpired))
 	emptyValue = appendBytes(append(appendBytes(binary.AppendUvarint(emptyValue, 1), []byte("pk")), 'S'), nil)
+	emptyValue = append(emptyValue, byte(unindexedNone))
+	scanState := func(state byte) []byte {
+		return append(allDone(header(ExpiryIndexShards), ExpiryIndexShards), state, 0, 1)
+	}
 	cases := map[string]string{
 		"empty":          "",
 		"not base64":     "***",
 		"version 4":      enc(append([]byte{4}, raw[1:]...)), // unreleased: three phases, other buckets
-		"version 6":      enc(append([]byte{6}, raw[1:]...)),
+		"version 5":      enc(append([]byte{5}, raw[1:]...)), // unreleased: no scan for records outside the index
+		"version 7":      enc(append([]byte{7}, raw[1:]...)),
+		"unknown scan":   enc(scanState(3)),
+		"scan cut short": enc(scanState(1)[:len(scanState(1))-1]),
 		"cut short":      enc(raw[:len(raw)/2]),
 		"trailing bytes": enc(append(append([]byte{}, raw...), 0)),
 		"other table":    indexCursorWithKeys(t, "other", "r1").encode(),
@@ -103,7 +123,8 @@ func TestWorstCaseIndexCursorFitsInTheCursorItem(t *testing.T) {
 	for i := range c.Shards {
 		c.Shards[i].After = after
 	}
+	c.Unindexed, c.UnindexedAfter, c.UnindexedSince = unindexedFound, after, math.MaxInt64
 	l := newLayout(KeySchema{PartitionKey: "PK", SortKey: "SK", SortKeyValue: strings.Repeat("v", 256), Prefix: strings.Repeat("p", 64), TTLAttribute: "ttl"}.internal())
 	size := l.cursorItemBytes(len(c.encode()), c.Region)
-	assert.Less(t, size, cursorItemLimit/2, "32 shards of 3.2 KB keys, in base64: about 140 KB")
+	assert.Less(t, size, cursorItemLimit/2, "33 keys of 3.2 KB, in base64: about 145 KB")
 }

@@ -27,6 +27,7 @@ func indexEnv(t *testing.T, bare bool) *env {
 	e.mode = dynamostore.SweepIndex
 	if !bare {
 		require.NoError(t, dynamostore.EnsureExpiryIndex(context.Background(), e.ep.Client, e.table, dynamostore.KeySchema{}, 0))
+		e.indexComplete(t)
 	}
 	return e
 }
@@ -183,6 +184,9 @@ func TestIndexSweepReadCostDoesNotDependOnTheNumberOfLiveRecords(t *testing.T) {
 		e := newEnv(t)
 		e.mode = mode
 		indexFor(t, mode, e.ep.Client, e.table, dynamostore.KeySchema{})
+		if e.indexed() {
+			e.indexComplete(t)
+		}
 		truth := seedWithLive(t, e, live)
 		require.Equal(t, int64(dynamostore.ExpiryIndexShards), nextShards(truth.byKind[liveCompleted]),
 			"every shard holds a live completed record in both tables")
@@ -316,7 +320,7 @@ func TestIndexSweepResumeContinuesAnInterruptedRunAndReplacesAScanCursor(t *test
 	require.NoError(t, err)
 	raw, err := base64.RawURLEncoding.DecodeString(stored)
 	require.NoError(t, err)
-	assert.Equal(t, byte(5), raw[0], "a cursor of version 5, SweepIndex mode's")
+	assert.Equal(t, byte(6), raw[0], "a cursor of version 6, SweepIndex mode's")
 
 	second, err := e.sweeper(client).Resume(ctx)
 	require.NoError(t, err)
@@ -413,4 +417,86 @@ func TestIndexSweepGoesOnWhileTheIndexIsUpdating(t *testing.T) {
 	err = dynamostore.EnsureExpiryIndex(ctx, indexStatusClient{e.ep.Client, types.IndexStatusCreating}, e.table, dynamostore.KeySchema{}, 300*time.Millisecond)
 	require.ErrorIs(t, err, dynamostore.ErrExpiryIndex)
 	assert.Contains(t, err.Error(), "still CREATING")
+}
+
+// An index sweeper whose Prefix is not the Stores' queries buckets that
+// hold nothing: instead of empty passes with no lag, the pass that read
+// none of its buckets is refused with ErrSweepSchema, naming its Prefix
+// and the bucket the index holds. An empty index, or the Stores' schema,
+// is no error.
+func TestIndexSweepWithAnotherPrefixThanTheStoresIsRefused(t *testing.T) {
+	e := indexEnv(t, false)
+	ctx := context.Background()
+	other := func(o *dynamostore.SweepOptions) { o.Schema = dynamostore.KeySchema{Prefix: "other"} }
+	r, err := e.sweeper(e.client, other).Sweep(ctx, "")
+	require.NoError(t, err, "an empty index")
+	assert.True(t, r.Finished)
+
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 40)
+	r, err = e.sweeper(e.client, other).Sweep(ctx, "")
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+	for _, want := range []string{e.table, `Prefix "other"`, "without a Prefix", "SweepOptions.Schema"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	require.NotNil(t, r)
+	assert.Zero(t, r.Scanned)
+	assert.Subset(t, tableKeys(t, e.ep.Client, e.table), sortedUnion(truth.byKind[:]...), "nothing deleted")
+
+	// Resumed over several runs, the pass is refused when it finishes.
+	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
+	first, err := e.sweeper(client, other, func(o *dynamostore.SweepOptions) { o.Budget = 10 * time.Second }).Sweep(ctx, "")
+	require.NoError(t, err, "an unfinished pass")
+	require.NotEmpty(t, first.Cursor)
+	_, err = e.sweeper(client, other).Sweep(ctx, first.Cursor)
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+
+	// The Stores' own schema finds their records.
+	r, err = e.sweeper(e.client).Sweep(ctx, "")
+	require.NoError(t, err)
+	assert.Positive(t, r.Evicted)
+
+	// A store with a Prefix, swept without one, is refused as well.
+	shared := dynamostore.KeySchema{Prefix: "idemkey"}
+	e2 := indexEnv(t, true)
+	require.NoError(t, dynamostore.EnsureExpiryIndex(ctx, e2.ep.Client, e2.table, shared, 0))
+	store := e2.store(nil, func(o *dynamostore.Options) { o.Schema, o.ExpiryIndex = shared, true })
+	commitKeys(t, store, "k1")
+	_, err = e2.sweeper(e2.client).Sweep(ctx, "")
+	require.ErrorIs(t, err, dynamostore.ErrSweepSchema)
+	assert.Contains(t, err.Error(), `records of Prefix "idemkey"`)
+	assert.Contains(t, err.Error(), `(Prefix "")`)
+}
+
+// Under a budget that serves one page per run, each run starts with the
+// part after the last one the previous run served, so that every shard
+// is served in turn: the last shard's expired records are evicted within
+// ExpiryIndexShards runs (in a fixed order, the first shards' second
+// queries came first, and the last shard waited 63 runs).
+func TestIndexSweepUnderATightBudgetServesEveryShardInTurn(t *testing.T) {
+	e := indexEnv(t, false)
+	ctx := context.Background()
+	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
+	const lastShard = "31" // ExpiryIndexShards-1
+	var last []string
+	for _, pk := range truth.byKind[expired] {
+		if dynamostore.ExpiryBucket(dynamostore.KeySchema{}, pk) == lastShard {
+			last = append(last, pk)
+		}
+	}
+	require.NotEmpty(t, last, "the last shard holds expired records")
+	client := &scanClock{SweepClient: e.client, advance: e.clock.Advance, step: time.Second}
+	sweeper := e.sweeper(client, func(o *dynamostore.SweepOptions) { o.Segments, o.Budget = 1, time.Second })
+	cursor := ""
+	for run := range dynamostore.ExpiryIndexShards {
+		r, err := sweeper.Sweep(ctx, cursor)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.Pages, "run %d serves one page", run)
+		require.NotEmpty(t, r.Cursor)
+		cursor = r.Cursor
+	}
+	remaining := tableKeys(t, e.ep.Client, e.table)
+	for _, pk := range last {
+		assert.NotContains(t, remaining, pk, "an expired record of the last shard")
+	}
+	assert.Equal(t, e.remaining(truth), remaining, "each shard's expired records, one page each, are gone")
 }

@@ -42,7 +42,8 @@ func (s SweepStop) severity() int {
 // In SweepIndex mode the items are the entries of the expiry index read
 // by Query, which hold the keys and the attributes a sweep decides on:
 // every record whose exp passed, in progress or completed, and per shard
-// the record that expires next. The live records are otherwise not read,
+// the record that expires next; and the items of the scan for the records
+// outside the index, while it runs (see SweepMode). The live records are otherwise not read,
 // so LiveKeys and OldestLiveKeyAge describe the records read (see each
 // field), and Reclaimed is zero (see SweepMode); the other figures mean
 // what they mean in SweepScan mode.
@@ -60,7 +61,10 @@ type SweepReport struct {
 	Pages int64
 	// Scanned is the number of items (index entries) read, from
 	// DynamoDB's ScannedCount (or the number of items returned, where an
-	// implementation leaves ScannedCount out).
+	// implementation leaves ScannedCount out). Of the scan for the records
+	// outside the index (SweepIndex mode), it counts the items its filter
+	// returned; those it dropped, which are in the index, count in the
+	// rate limit and in ConsumedReadUnits only.
 	Scanned int64
 	// Evicted counts expired records deleted (with DryRun: that would
 	// have been).
@@ -80,7 +84,10 @@ type SweepReport struct {
 	Skipped int64
 	// LiveKeys counts live records seen: neither expired nor stuck. In
 	// SweepIndex mode those are the next record to expire of each shard
-	// (at most ExpiryIndexShards), not the table's live records.
+	// (at most ExpiryIndexShards; with SweepOptions.Region, the next of
+	// the records the sweep may delete, and those of them on the page
+	// that read it), not the table's live records, and the
+	// live records that the scan for the records outside the index read.
 	LiveKeys int64
 	// Foreign counts items that are not key records, and with
 	// SweepOptions.Region the records of other regions, left alone.
@@ -92,9 +99,20 @@ type SweepReport struct {
 	// calls orphans. An expired one counts toward EvictionLag. The
 	// summary log record is a warning when there is one.
 	Unowned int64
+	// Unindexed counts, in SweepIndex mode, the key records read by the
+	// scan for the records outside the expiry index: those without
+	// ExpiryBucketAttribute, written before the index existed or by a
+	// Store without Options.ExpiryIndex (see SweepMode). Each is also
+	// counted in Evicted, Reclaimed, Skipped, LiveKeys or Foreign as a
+	// scan counts it, and when expired toward EvictionLag. Zero in
+	// SweepScan mode; not zero means a Store writing the table lacks
+	// Options.ExpiryIndex, or records from before it remain: the summary
+	// log record is then a warning.
+	Unindexed int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record seen; zero when none was seen. In SweepIndex mode the
-	// records seen are those with the smallest exp of each shard, and the
+	// records seen are those with the smallest exp of each shard (with
+	// SweepOptions.Region, among the records the sweep may delete), and the
 	// figure is an estimate: a record's exp is its claim time plus its
 	// lease plus the Retention (a commit within the lock keeps it), so the
 	// record that expires first is the one claimed first when every Store
@@ -108,8 +126,8 @@ type SweepReport struct {
 	// how far eviction is behind. Zero when no expired record was seen.
 	// In SweepIndex mode each shard's expired records are read oldest
 	// first, so a finished pass sees the oldest expired record of the
-	// index; records that are not in the index (written before
-	// ExpiryBucketAttribute existed) are not seen.
+	// index; a record outside the index counts once the scan for such
+	// records reads it, in every run until it is deleted (see SweepMode).
 	EvictionLag time.Duration
 	// ConsumedReadUnits and ConsumedWriteUnits sum the capacity DynamoDB
 	// reported for the Scans (or Queries) and the successful deletes, the
@@ -121,7 +139,9 @@ type SweepReport struct {
 	// five, naming keys only by a short hash of their partition key.
 	Errors        int64
 	ErrorMessages []string
-	// Finished is true when the pass is complete; Cursor is then "".
+	// Finished is true when the pass is complete; Cursor is then "",
+	// except in SweepIndex mode while a scan for the records outside the
+	// index is unfinished (it spans passes: see SweepMode).
 	Finished bool
 	// StoppedBy says why an unfinished pass stopped ("" when finished).
 	StoppedBy SweepStop
@@ -155,6 +175,7 @@ func (r *SweepReport) attrs() []slog.Attr {
 		slog.Int64("live_keys", r.LiveKeys),
 		slog.Int64("foreign", r.Foreign),
 		slog.Int64("unowned", r.Unowned),
+		slog.Int64("unindexed", r.Unindexed),
 		slog.Duration("oldest_live_key_age", r.OldestLiveKeyAge),
 		slog.Duration("eviction_lag", r.EvictionLag),
 		slog.Duration("duration", r.Duration),
@@ -193,6 +214,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		LiveKeys           int64     `json:"liveKeys"`
 		Foreign            int64     `json:"foreign"`
 		Unowned            int64     `json:"unowned"`
+		Unindexed          int64     `json:"unindexed"`
 		OldestLiveKeyAge   float64   `json:"oldestLiveKeyAgeSeconds"`
 		EvictionLag        float64   `json:"evictionLagSeconds"`
 		ConsumedReadUnits  float64   `json:"consumedReadUnits"`
@@ -205,7 +227,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		Cursor             string    `json:"cursor,omitempty"`
 	}{
 		r.Table, r.Mode, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
-		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.Unowned, r.OldestLiveKeyAge.Seconds(),
+		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.Unowned, r.Unindexed, r.OldestLiveKeyAge.Seconds(),
 		r.EvictionLag.Seconds(), r.ConsumedReadUnits, r.ConsumedWriteUnits, r.ScannedPerEvicted(),
 		r.Errors, r.ErrorMessages, r.Finished, r.StoppedBy, r.Cursor,
 	})

@@ -21,7 +21,9 @@ import (
 //     Info record says so: the new number applies from the next pass;
 //   - unless DryRun, when the cursor changed it writes the cursor of the
 //     unfinished pass (one PutItem), or deletes the item once the pass
-//     finished (one DeleteItem).
+//     finished (one DeleteItem); in SweepIndex mode an unfinished scan
+//     for the records outside the index keeps a cursor after its pass
+//     finished (see SweepMode).
 //
 // The cursor item's partition key is "#sweep-cursor" ("#sweep-cursor/"
 // followed by the region with Region set, so that each region's sweeper of

@@ -680,7 +680,7 @@ func TestReportJSONCarriesTheFiguresInSecondsAndTheCursor(t *testing.T) {
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"table":"t","dryRun":false,"segments":0,"started":"2027-01-15T08:00:00Z","durationMs":2000,
-		"pages":0,"scanned":10,"evicted":4,"reclaimed":0,"skipped":0,"liveKeys":0,"foreign":0,"unowned":0,
+		"pages":0,"scanned":10,"evicted":4,"reclaimed":0,"skipped":0,"liveKeys":0,"foreign":0,"unowned":0,"unindexed":0,
 		"oldestLiveKeyAgeSeconds":90,"evictionLagSeconds":1.5,"consumedReadUnits":0,"consumedWriteUnits":0,
 		"scannedPerEvicted":2.5,"errors":0,"finished":false,"stoppedBy":"budget","cursor":"abc"}`, string(b))
 	assert.Zero(t, (&dynamostore.SweepReport{Scanned: 5}).ScannedPerEvicted())

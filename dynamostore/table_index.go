@@ -44,8 +44,10 @@ import (
 // then ends with an error saying the index is still CREATING, and a later
 // call (or the Sweeper, which refuses an index that is neither ACTIVE nor
 // UPDATING) takes it from there. Records written by a store without
-// Options.ExpiryIndex have no ExpiryBucketAttribute and are not in the
-// index: DynamoDB's TTL deletes them.
+// Options.ExpiryIndex (or before it was set) have no ExpiryBucketAttribute
+// and are not in the index: the Sweeper finds them by a scan of the table
+// (see SweepMode) until a whole scan finds none, and DynamoDB's TTL
+// deletes them only on a table whose TTL is on.
 //
 // What the index costs: a write of a record that puts, changes or
 // removes its index entry writes the index too, one write unit per entry

@@ -21,6 +21,8 @@ func TestSweepInIndexModeNeedsTheIndexThatCreateTableIndexCreates(t *testing.T) 
 	claim(t, ep, table, "old", now.Add(-3*time.Hour), time.Minute, time.Hour, true, indexed)
 	claim(t, ep, table, "stuck", now.Add(-10*time.Minute), 5*time.Minute, time.Hour, false, indexed)
 	claim(t, ep, table, "live", now, time.Minute, time.Hour, true, indexed)
+	// A record written before the index, without its bucket.
+	claim(t, ep, table, "older", now.Add(-4*time.Hour), time.Minute, time.Hour, true)
 
 	r := idemctl("sweep", "-table", table, "-mode", "index")
 	require.Equal(t, exitFail, r.code, "a table without the expiry index is refused in index mode")
@@ -40,7 +42,8 @@ func TestSweepInIndexModeNeedsTheIndexThatCreateTableIndexCreates(t *testing.T) 
 	require.Equal(t, exitOK, r.code, r.stderr)
 	var report map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
-	assert.Equal(t, 1.0, report["evicted"])
+	assert.Equal(t, 2.0, report["evicted"], "the expired record in the index, and the one outside it")
+	assert.Equal(t, 1.0, report["unindexed"], "found by the scan for records outside the index")
 	assert.Equal(t, 0.0, report["reclaimed"], "index mode reads the stuck record once its exp passed, not before")
 
 	r = idemctl("sweep", "-table", table, "-mode", "gsi")

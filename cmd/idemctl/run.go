@@ -91,9 +91,11 @@ here anyway.
 
 Evicts expired records and reclaims stuck ones, and prints the report as JSON.
 -mode index reads the expiry index instead of the whole table, and refuses a
-table without it (create it with idemctl create-table -index). An unfinished
-pass (-budget, or an interrupt: SIGINT, SIGTERM) prints a cursor to continue
-it with -cursor, and exits 0 unless a call failed.
+table without it (create it with idemctl create-table -index); it also scans
+the table for records without exp_bucket (outside the index: "unindexed" in
+the report) until a whole scan finds none, and then once a day. An
+unfinished pass or scan (-budget, or an interrupt: SIGINT, SIGTERM) prints a
+cursor to continue it with -cursor, and exits 0 unless a call failed.
 `,
 	"scope": `usage: idemctl scope -bearer TOKEN
 
@@ -551,8 +553,12 @@ func sweep(ctx context.Context, c *command) int {
 			err = fmt.Errorf("interrupted, after %d failed DynamoDB calls (the report's errorMessages)", report.Errors)
 		}
 	}
-	if !report.Finished && report.Cursor != "" && (err == nil || stopped) {
-		fmt.Fprintf(c.stderr, "idemctl sweep: the pass is unfinished (%s); continue it with -cursor %s\n", report.StoppedBy, report.Cursor)
+	if report.Cursor != "" && (err == nil || stopped) {
+		what := fmt.Sprintf("the pass is unfinished (%s)", report.StoppedBy)
+		if report.Finished {
+			what = "the scan for records outside the expiry index is unfinished"
+		}
+		fmt.Fprintf(c.stderr, "idemctl sweep: %s; continue it with -cursor %s\n", what, report.Cursor)
 	}
 	if err != nil {
 		return c.storeFail(err)
@@ -563,7 +569,7 @@ func sweep(ctx context.Context, c *command) int {
 // interrupted reports whether a sweep stopped because its context ended
 // (an interrupt) with a cursor to resume it: err is the context's.
 func interrupted(ctx context.Context, err error, report *dynamostore.SweepReport) bool {
-	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !report.Finished && report.Cursor != ""
+	return err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && report.Cursor != ""
 }
 
 // inOwnReplica returns the region of the replica client talks to (the AWS

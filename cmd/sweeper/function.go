@@ -162,7 +162,7 @@ func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport) 
 	}
 	props := map[string]any{
 		"StoppedBy": string(r.StoppedBy), "DryRun": r.DryRun, "Segments": r.Segments,
-		"Pages": r.Pages, "Foreign": r.Foreign, "Unowned": r.Unowned, "EventId": ev.ID,
+		"Pages": r.Pages, "Foreign": r.Foreign, "Unowned": r.Unowned, "Unindexed": r.Unindexed, "EventId": ev.ID,
 	}
 	if !ev.Time.IsZero() {
 		props["ScheduledTime"] = ev.Time.UTC().Format(time.RFC3339)

@@ -71,8 +71,10 @@
 // calls, the cursor's included); PassFinished (1 when the pass finished).
 // Its properties: StoppedBy, DryRun, Segments, Pages, Foreign, Unowned
 // (records of no region a regional sweep leaves alone; their expiry counts
-// in EvictionLagSeconds), EventId, ScheduledTime, and with WRITER_REGION
-// set the WriterRegion.
+// in EvictionLagSeconds), Unindexed (in index mode, key records without
+// exp_bucket that its scan for them read: a writer lacks EXPIRY_INDEX, or
+// records from before it remain), EventId, ScheduledTime, and with
+// WRITER_REGION set the WriterRegion.
 // Alarm on EvictionLagSeconds and on Errors, and treat missing data as
 // breaching: a sweeper that stops running emits nothing.
 //

@@ -55,8 +55,16 @@ func TestIndexModeInvocationSweepsWithTheCallsTheTemplateGrantsInIndexMode(t *te
 	require.NoError(t, err)
 	used := perms.Actions(fx.table)
 	assert.Contains(t, used, "dynamodb:Query")
-	assert.NotContains(t, used, "dynamodb:Scan", "index mode never scans")
+	assert.Contains(t, used, "dynamodb:Scan", "the first sweep scans for records outside the index")
 	assert.Subset(t, granted["KeyTable"], used, "every call of index mode is granted")
+
+	// That scan found none and noted it: the next invocation reads the
+	// index alone.
+	again := ddbtest.NewPermissions()
+	_, err = fx.function(fx.ep.NewClient(again.Install), settings{Mode: dynamostore.SweepIndex}).handle(ctx, event(t))
+	require.NoError(t, err)
+	assert.NotContains(t, again.Actions(fx.table), "dynamodb:Scan")
+	assert.Contains(t, fx.stdout.String(), `"Unindexed":0`, "the metrics line counts the records outside the index")
 	env, err := tpl.Environment(deploytest.Params{"SweepMode": "index"}, "SweeperFunction")
 	require.NoError(t, err)
 	assert.Equal(t, "index", env["SWEEP_MODE"])
