@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -401,10 +403,13 @@ func Tools() (endpoint, dist string, missing []string) {
 	return endpoint, dist, missing
 }
 
-// ForTest creates a stack of template.yaml with the parameters on the
-// moto server EndpointEnv names, deleting it when the test ends. Without
-// EndpointEnv the test is skipped; with it and anything else missing, it
-// fails.
+// ForTest returns a stack of template.yaml with the parameters on the
+// moto server EndpointEnv names, created by the first test of the process
+// that asks for these parameters and shared by the others (a stack takes
+// moto several seconds to build): tests read it and must not change it.
+// Shared stacks are left on the server when the process ends (.ci/run
+// stops its moto server). Without EndpointEnv the test is skipped; with
+// it and anything else missing, it fails.
 func ForTest(t testing.TB, params map[string]string) *Stack {
 	t.Helper()
 	return TemplateForTest(t, "template.yaml", params)
@@ -413,6 +418,47 @@ func ForTest(t testing.TB, params map[string]string) *Stack {
 // TemplateForTest is ForTest for another template (a path from the
 // repository's root).
 func TemplateForTest(t testing.TB, template string, params map[string]string) *Stack {
+	t.Helper()
+	key := template
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		key += "\x00" + k + "=" + params[k]
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	if s, ok := shared.stacks[key]; ok {
+		return s
+	}
+	s := create(t, template, params)
+	if shared.stacks == nil {
+		shared.stacks = map[string]*Stack{}
+	}
+	shared.stacks[key] = s
+	return s
+}
+
+// shared holds the stacks ForTest created, by template and parameters.
+var shared struct {
+	sync.Mutex
+	stacks map[string]*Stack
+}
+
+// OwnForTest creates a stack of template.yaml with the parameters for one
+// test, which may change or delete it, and deletes it (if the test did
+// not) when the test ends. Skipped and failed as ForTest.
+func OwnForTest(t testing.TB, params map[string]string) *Stack {
+	t.Helper()
+	s := create(t, "template.yaml", params)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Delete(ctx); err != nil {
+			t.Errorf("delete stack %s: %v", s.Name, err)
+		}
+	})
+	return s
+}
+
+func create(t testing.TB, template string, params map[string]string) *Stack {
 	t.Helper()
 	endpoint, dist, missing := Tools()
 	if os.Getenv(EndpointEnv) == "" {
@@ -432,12 +478,5 @@ func TemplateForTest(t testing.TB, template string, params map[string]string) *S
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.Delete(ctx); err != nil {
-			t.Errorf("delete stack %s: %v", s.Name, err)
-		}
-	})
 	return s
 }
