@@ -2,6 +2,8 @@ package deploytest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,5 +168,29 @@ func TestEveryParameterIsGroupedAndEveryAlarmIsOnTheDashboard(t *testing.T) {
 	require.NotNil(t, body)
 	for _, alarm := range tpl.Resources("AWS::CloudWatch::Alarm") {
 		assert.Contains(t, body.Value, "${"+alarm+".Arn}", "alarm %s on the dashboard", alarm)
+	}
+}
+
+// Every parameter of template.yaml has a row in the README's parameter
+// table (a row may name several parameters).
+func TestEveryParameterIsInTheREADMEsParameterTable(t *testing.T) {
+	tpl, err := Load()
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(Root(), "README.md"))
+	require.NoError(t, err)
+	rows := map[string]bool{}
+	for line := range strings.SplitSeq(string(readme), "\n") {
+		if first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |"); ok && strings.HasPrefix(line, "| `") {
+			for name := range strings.SplitSeq(first, ", ") {
+				rows[strings.Trim(name, "`")] = true
+			}
+		}
+	}
+	params := tpl.Section("Parameters")
+	require.NotNil(t, params)
+	require.NotEmpty(t, params.Content)
+	for i := 0; i < len(params.Content); i += 2 {
+		name := params.Content[i].Value
+		assert.True(t, rows[name], "the README's parameter table has no row for %s", name)
 	}
 }
