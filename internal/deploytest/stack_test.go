@@ -142,7 +142,7 @@ func TestPaymentsFunctionGetsRetentionAndLeaseAsDurations(t *testing.T) {
 func TestEveryAlarmNotifiesTheTopicOnlyWhenOneIsGiven(t *testing.T) {
 	tpl := load(t)
 	alarms := tpl.Resources("AWS::CloudWatch::Alarm")
-	require.ElementsMatch(t, []string{"EvictionLagAlarm", "SweeperErrorsAlarm", "SweeperFunctionErrorsAlarm", "LockLostRateAlarm", "UnavailableRateAlarm"}, alarms)
+	require.ElementsMatch(t, []string{"EvictionLagAlarm", "SweeperErrorsAlarm", "SweeperFunctionErrorsAlarm", "LockLostRateAlarm", "UnavailableRateAlarm", "PermanentFaultAlarm"}, alarms)
 	topic := "arn:aws:sns:eu-west-1:123456789012:oncall"
 	require.NoError(t, tpl.Check(Params{"AlarmTopicArn": topic}))
 	assert.Error(t, tpl.Check(Params{"AlarmTopicArn": "oncall"}))
