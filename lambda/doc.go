@@ -33,10 +33,10 @@
 // events say which one served a request.
 //
 // Package lambdatest (a local Lambda Runtime API) runs a function's
-// bootstrap in tests. Command lambda/lambdatest/cmd/runtimeapi serves the
-// same Runtime API on a laptop, with Lambda's Invoke API for curl: with
-// the DynamoDB emulator of command localstack/cmd/emulator, it runs the
-// example function (lambda/example/payments-lambda) as Lambda does.
+// bootstrap in tests. On a laptop, AWS's Lambda Runtime Interface
+// Emulator (aws-lambda-rie) with the DynamoDB emulator of command
+// localstack/cmd/emulator runs the example function
+// (lambda/example/payments-lambda) as Lambda does (lambda/README.md).
 //
 // # HTTP front doors
 //

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,7 +101,7 @@ func (fx *fixture) function(client dynamostore.SweepClient, cfg settings) *funct
 		client = fx.ep.Client
 	}
 	cfg.Table = fx.table
-	return &function{client: client, cfg: cfg, stdout: &fx.stdout, logger: slog.New(slog.NewJSONHandler(&fx.logs, nil)), now: fx.clock.Now}
+	return &function{client: client, cfg: cfg, stdout: &fx.stdout, logger: newLogger(&fx.logs), now: fx.clock.Now}
 }
 
 // lines returns the EMF lines written so far and forgets them.

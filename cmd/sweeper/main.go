@@ -78,13 +78,20 @@
 // Alarm on EvictionLagSeconds and on Errors, and treat missing data as
 // breaching: a sweeper that stops running emits nothing.
 //
+// The log (JSON lines on stderr) carries one summary line per invocation,
+// its durations in seconds (eviction_lag_seconds, duration_seconds, ...).
+//
 // Build it for provided.al2023 with CGO_ENABLED=0 and -tags lambda.norpc,
-// as a binary named bootstrap.
+// as a binary named bootstrap. Run from a shell, where no Lambda runtime
+// API is set (AWS_LAMBDA_RUNTIME_API), it exits with status 2 and says
+// how to sweep from a shell (idemctl sweep) and how to run the function
+// under AWS's Lambda Runtime Interface Emulator.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -95,6 +102,10 @@ import (
 )
 
 func main() {
+	if os.Getenv(runtimeAPIEnv) == "" {
+		fmt.Fprint(os.Stderr, outsideLambda)
+		os.Exit(2)
+	}
 	cfg, err := configFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sweeper:", err)
@@ -109,8 +120,41 @@ func main() {
 		client: dynamodb.NewFromConfig(awsCfg),
 		cfg:    cfg,
 		stdout: os.Stdout,
-		logger: slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		logger: newLogger(os.Stderr),
 		now:    time.Now,
 	}
 	lambda.Start(f.handle)
+}
+
+// runtimeAPIEnv is the variable Lambda (and the Runtime Interface
+// Emulator) sets to the runtime API's address.
+const runtimeAPIEnv = "AWS_LAMBDA_RUNTIME_API"
+
+// outsideLambda is what the binary prints when it is run by hand.
+const outsideLambda = `sweeper: AWS_LAMBDA_RUNTIME_API is not set: this binary is a Lambda function
+(template.yaml's SweeperFunction) and runs only under a Lambda runtime API.
+To sweep a key table from a shell, use idemctl:
+    go run github.com/idemkey/idemkey/cmd/idemctl sweep -table TABLE [-mode index] [-dry-run]
+To run this function locally, run it under AWS's Lambda Runtime Interface Emulator:
+    KEY_TABLE=TABLE aws-lambda-rie ./bootstrap
+    curl -d '{"id":"local","detail-type":"Scheduled Event","source":"aws.events"}' \
+        http://localhost:8080/2015-03-31/functions/function/invocations
+(go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@latest)
+`
+
+// newLogger returns the function's logger: JSON lines to w, durations in
+// seconds.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: durationsInSeconds}))
+}
+
+// durationsInSeconds writes a duration attribute as seconds, a number
+// under the attribute's name with "_seconds" appended, as the EMF line
+// writes its durations (EvictionLagSeconds), instead of slog's
+// nanoseconds.
+func durationsInSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"_seconds", a.Value.Duration().Seconds())
+	}
+	return a
 }

@@ -89,7 +89,7 @@ func TestDashboardShowsOutcomesCommitLatencyAndSweeperLag(t *testing.T) {
 		assert.Contains(t, stats, name)
 	}
 	assert.Equal(t, "p99", stats["CommitDuration"], "commit latency p99")
-	assert.ElementsMatch(t, []string{"<LockLostRateAlarm.Arn>", "<UnavailableRateAlarm.Arn>", "<EvictionLagAlarm.Arn>", "<SweeperErrorsAlarm.Arn>", "<SweeperFunctionErrorsAlarm.Arn>"}, alarms)
+	assert.ElementsMatch(t, []string{"<LockLostRateAlarm.Arn>", "<UnavailableRateAlarm.Arn>", "<PermanentFaultAlarm.Arn>", "<EvictionLagAlarm.Arn>", "<SweeperErrorsAlarm.Arn>", "<SweeperFunctionErrorsAlarm.Arn>"}, alarms)
 }
 
 func TestLockLostAndUnavailableAlarmOnTheirShareOfRequests(t *testing.T) {
@@ -123,6 +123,21 @@ func TestLockLostAndUnavailableAlarmOnTheirShareOfRequests(t *testing.T) {
 	}
 	require.NoError(t, tpl.Check(Params{"RequestFaultAlarmPercent": "5"}))
 	assert.Error(t, tpl.Check(Params{"RequestFaultAlarmPercent": "101"}))
+}
+
+// Static: moto cannot build alarms. One request answered with the
+// Permanent outcome (a metric the function emits) in a minute alarms.
+func TestPermanentOutcomeAlarmsOnTheFirstOne(t *testing.T) {
+	tpl := load(t)
+	props := resolve(t, tpl, nil, "PermanentFaultAlarm", "Properties").(map[string]any)
+	assert.Contains(t, emittedMetrics(t), props["MetricName"])
+	assert.Equal(t, "Permanent", props["MetricName"])
+	assert.Equal(t, idemlambda.MetricsNamespace, props["Namespace"])
+	assert.Equal(t, []any{map[string]any{"Name": "FunctionName", "Value": "<Ref PaymentsFunction>"}}, props["Dimensions"])
+	for k, v := range map[string]string{"Statistic": "Sum", "Period": "60", "EvaluationPeriods": "1", "Threshold": "0",
+		"ComparisonOperator": "GreaterThanThreshold", "TreatMissingData": "notBreaching"} {
+		assert.Equal(t, v, props[k], k)
+	}
 }
 
 // The template's informational checks pass too (the CI runs cfn-lint

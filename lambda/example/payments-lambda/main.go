@@ -40,9 +40,9 @@
 //
 // Build it for provided.al2023 with scripts/build-lambda.sh (a static
 // bootstrap, -tags lambda.norpc). On a laptop, run it against the
-// DynamoDB emulator (command localstack/cmd/emulator) and a local Lambda
-// Runtime API (command lambda/lambdatest/cmd/runtimeapi), with
-// CREATE_TABLES=true.
+// DynamoDB emulator (command localstack/cmd/emulator) under AWS's Lambda
+// Runtime Interface Emulator (aws-lambda-rie), with CREATE_TABLES=true
+// (lambda/README.md).
 package main
 
 import (
