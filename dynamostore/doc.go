@@ -73,7 +73,8 @@
 // it, so an in-progress record's exp is always after the end of its lock:
 // neither a claim, nor the sweeper, nor TTL takes a live lock; and an
 // in-progress record under a live lock stands for every condition of this
-// package even past its exp (as records of older versions could be).
+// package even past its exp, so that no condition relies on how exp was
+// written.
 //
 // # DynamoDB calls per outcome
 //

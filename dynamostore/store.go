@@ -315,8 +315,8 @@ func acquired(rec *Record) *Claim {
 // The claim condition holds when no live record stands in the way: none,
 // an in-progress one whose lock expired, or an expired one that is not in
 // progress. An in-progress record under a live lock always stands, even
-// past its exp (a record written by a version that let exp precede the
-// end of the lock). On a schema with a Prefix, the overwriting branches
+// past its exp (which this package never writes before the lock's end:
+// the condition does not rely on it). On a schema with a Prefix, the overwriting branches
 // also require the marker attribute, so a claim never replaces an item of
 // the application's.
 const claimCondition = "attribute_not_exists(#pk) OR (#state = :in_progress AND #lock_exp < :now_ms) OR (#exp < :now_s AND NOT (#state = :in_progress))"

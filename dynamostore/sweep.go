@@ -294,7 +294,8 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 //     this package and on not being in progress under a live lock: a
 //     record claimed again since the scan survives. An in-progress record whose lock holds (lock_exp not before
 //     now, in epoch milliseconds) is live whatever its exp, which this
-//     package never writes before the lock's end but older versions did;
+//     package never writes before the lock's end (the condition does not
+//     rely on it);
 //   - else, a record in progress whose lock expired (lock_exp before now,
 //     in epoch milliseconds) is stuck, its owner dead, and is reclaimed
 //     with a DeleteItem conditioned on the same state, lock token and an

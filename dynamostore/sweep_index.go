@@ -163,9 +163,9 @@ func (l *layout) indexParse(item map[string]types.AttributeValue) (f sweepFields
 
 // indexItem decides one index entry read at now and deletes its record if
 // it expired. The index does not hold the state: an entry whose exp
-// passed under a lock that holds is left alone as live (an in-progress
-// record of an older version, whose exp could precede the lock's end; a
-// record of this package always expires after its lock), and the delete's
+// passed under a lock that holds is left alone as live (a record of this
+// package always expires after its lock; the sweep does not rely on it),
+// and the delete's
 // condition (the scan's eviction condition) leaves alone a record claimed
 // again since.
 func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {

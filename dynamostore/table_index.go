@@ -232,7 +232,7 @@ func (l *layout) expiryIndexOf(table string, t *types.TableDescription) (*types.
 		case p.ProjectionType != types.ProjectionTypeInclude:
 			what = "projects " + string(p.ProjectionType)
 		case len(extra) > 0:
-			what = "projects INCLUDE " + strings.Join(got, ", ") + ", which a commit changes (an index of an earlier version)"
+			what = "projects INCLUDE " + strings.Join(got, ", ") + ", which a commit changes"
 		default:
 			what = "projects INCLUDE without " + strings.Join(missing, ", ") + ", which a sweep reads"
 		}

@@ -98,10 +98,6 @@ const (
 // invalid or too deeply nested JSON) has bodyTag 'r' and body is r.Body
 // unchanged: the text/plain bodies "1.0" and "1.00" differ, and so does one
 // body sent as application/json and as application/x-www-form-urlencoded.
-//
-// Digests of version 1 (the domain "idemkey/fingerprint/v1/request") bound
-// no media type and canonicalised every body that parsed as JSON; no v1
-// digest equals a v2 digest.
 func (r Request) Digest() Digest {
 	c := getCanon()
 	defer putCanon(c)
