@@ -109,27 +109,28 @@ func TestTemplateAlarmsOnMetricsTheSweeperEmits(t *testing.T) {
 	assert.Equal(t, "<Ref KeyTable>", env["KEY_TABLE"])
 }
 
-// TestTheTemplatesEnvironmentIsOneTheSweeperStartsWith resolves the
-// SweeperFunction's environment in template.yaml, with and without
-// WriterRegion, and reads it as main does: every variable the template
-// sets is one the function reads, and none makes it refuse to start.
-func TestTheTemplatesEnvironmentIsOneTheSweeperStartsWith(t *testing.T) {
-	tpl, err := deploytest.Load()
-	require.NoError(t, err)
-	for _, p := range []deploytest.Params{
-		{"AWS::Region": "eu-west-1"},
-		{"AWS::Region": "eu-west-1", "WriterRegion": "eu-west-1"},
-	} {
-		require.NoError(t, tpl.Check(p), "%v", p)
-		env, err := tpl.Environment(p, "SweeperFunction")
+// TestTheStacksEnvironmentIsOneTheSweeperStartsWith reads the
+// SweeperFunction's environment as Lambda holds it in template.yaml's
+// stack on moto, with and without WriterRegion and in both sweep modes,
+// and reads it as main does: every variable the stack sets is one the
+// function reads, and none makes it refuse to start.
+func TestTheStacksEnvironmentIsOneTheSweeperStartsWith(t *testing.T) {
+	for _, p := range []map[string]string{nil, {"WriterRegion": "us-east-1"}, {"SweepMode": "index"}} {
+		stack := deploytest.ForTest(t, p)
+		env, err := stack.Environment(context.Background(), "SweeperFunction")
 		require.NoError(t, err)
-		env["AWS_REGION"] = p["AWS::Region"] // Lambda's own
+		env["AWS_REGION"] = stack.Config.Region // Lambda's own
 		vars := deploytest.NewEnv(env)
 		cfg, err := configFromEnv(vars.Getenv)
 		require.NoError(t, err, "%v: %v", p, env)
-		assert.Empty(t, vars.Unread(), "variables the template sets and the sweeper does not read")
-		assert.Equal(t, "KeyTable", cfg.Table)
+		assert.Empty(t, vars.Unread(), "variables the stack sets and the sweeper does not read")
+		assert.Equal(t, stack.Resources["KeyTable"], cfg.Table)
 		assert.Equal(t, p["WriterRegion"], cfg.Region)
+		wantMode := dynamostore.SweepScan
+		if p["SweepMode"] == "index" {
+			wantMode = dynamostore.SweepIndex
+		}
+		assert.Equal(t, wantMode, cfg.Mode, "%v", p)
 	}
 }
 
@@ -181,19 +182,19 @@ func TestTemplateGrantsPutItemOnTheCursorAndQueryOnTheIndexOnly(t *testing.T) {
 		assert.Positive(t, rc.indexQueries)
 		assert.Zero(t, rc.baseQueries, "every Query names the index")
 
-		tpl, err := deploytest.Load()
+		stack := deploytest.ForTest(t, map[string]string{"SweepMode": "index"})
+		stmts, _, err := stack.Policy(context.Background(), "SweeperFunction")
 		require.NoError(t, err)
-		stmts, err := tpl.Statements("SweeperFunction", deploytest.Params{"SweepMode": "index"})
+		tableARN, err := stack.TableARN(context.Background(), "KeyTable")
 		require.NoError(t, err)
 		var leading []any
 		for _, s := range stmts {
 			if slices.Contains(s.Actions, "dynamodb:Query") {
-				assert.Equal(t, []string{"KeyTable/index/idemkey-expiry"}, s.Resources, "Query on the index only")
+				assert.Equal(t, []string{tableARN + "/index/idemkey-expiry"}, s.Resources, "Query on the index only")
 			}
 			if slices.Contains(s.Actions, "dynamodb:PutItem") {
 				assert.Equal(t, []string{"dynamodb:PutItem"}, s.Actions)
-				cond, _ := s.Condition.(map[string]any)
-				like, _ := cond["ForAllValues:StringLike"].(map[string]any)
+				like, _ := s.Condition["ForAllValues:StringLike"].(map[string]any)
 				leading, _ = like["dynamodb:LeadingKeys"].([]any)
 			}
 		}

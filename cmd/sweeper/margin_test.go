@@ -53,9 +53,7 @@ func TestTheTemplatesMarginCoversAPageOfSlowDeletes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	client := &slowCalls{SweepClient: fx.ep.Client, clock: fx.clock, scan: 200 * time.Millisecond, delete: 50 * time.Millisecond}
-	tpl, err := deploytest.Load()
-	require.NoError(t, err)
-	vars, err := tpl.Environment(nil, "SweeperFunction")
+	vars, err := deploytest.ForTest(t, nil).Environment(context.Background(), "SweeperFunction")
 	require.NoError(t, err)
 	// One segment: this clock adds up every call's latency, as if they
 	// were sent one after another.

@@ -49,9 +49,8 @@ func TestIndexModeInvocationSweepsWithTheCallsTheTemplateGrantsInIndexMode(t *te
 	assert.Zero(t, r.Reclaimed, "index mode reads the stuck records once their exp passed, not before")
 	assert.Positive(t, stuck)
 
-	tpl, err := deploytest.Load()
-	require.NoError(t, err)
-	granted, err := tpl.ActionsFor("SweeperFunction", deploytest.Params{"SweepMode": "index"})
+	stack := deploytest.ForTest(t, map[string]string{"SweepMode": "index"})
+	granted, err := stack.Grants(context.Background(), "SweeperFunction")
 	require.NoError(t, err)
 	used := perms.Actions(fx.table)
 	assert.Contains(t, used, "dynamodb:Query")
@@ -65,7 +64,7 @@ func TestIndexModeInvocationSweepsWithTheCallsTheTemplateGrantsInIndexMode(t *te
 	require.NoError(t, err)
 	assert.NotContains(t, again.Actions(fx.table), "dynamodb:Scan")
 	assert.Contains(t, fx.stdout.String(), `"Unindexed":0`, "the metrics line counts the records outside the index")
-	env, err := tpl.Environment(deploytest.Params{"SweepMode": "index"}, "SweeperFunction")
+	env, err := stack.Environment(context.Background(), "SweeperFunction")
 	require.NoError(t, err)
 	assert.Equal(t, "index", env["SWEEP_MODE"])
 }

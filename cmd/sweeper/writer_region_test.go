@@ -25,16 +25,13 @@ import (
 // and sweeps only that region's records: the template's payments function
 // must write that region on its records, or nothing would ever evict them.
 func TestWriterRegionStackEvictsThePaymentsFunctionsRecords(t *testing.T) {
-	tpl, err := deploytest.Load()
-	require.NoError(t, err)
-	p := deploytest.Params{"AWS::Region": "eu-west-1", "WriterRegion": "eu-west-1"}
-	require.NoError(t, tpl.Check(p))
+	stack := deploytest.ForTest(t, map[string]string{"WriterRegion": "us-east-1"})
 
 	// The payments function's records carry the region its environment
 	// gives it (payments-lambda reads WRITER_REGION into Config.Region).
-	payEnv, err := tpl.Environment(p, "PaymentsFunction")
+	payEnv, err := stack.Environment(context.Background(), "PaymentsFunction")
 	require.NoError(t, err)
-	require.Equal(t, "eu-west-1", payEnv["WRITER_REGION"])
+	require.Equal(t, "us-east-1", payEnv["WRITER_REGION"])
 
 	// Write one key record as the payments function does.
 	ep := localstack.ForTest(t)
@@ -54,9 +51,9 @@ func TestWriterRegionStackEvictsThePaymentsFunctionsRecords(t *testing.T) {
 
 	// The sweeper, configured from the template's environment (TTL is off
 	// in this stack: the sweeper alone evicts), three days later.
-	env, err := tpl.Environment(p, "SweeperFunction")
+	env, err := stack.Environment(context.Background(), "SweeperFunction")
 	require.NoError(t, err)
-	env["AWS_REGION"] = "eu-west-1"
+	env["AWS_REGION"] = "us-east-1"
 	env["KEY_TABLE"] = keys
 	s, err := configFromEnv(deploytest.NewEnv(env).Getenv)
 	require.NoError(t, err, "the template's WriterRegion environment is accepted")
