@@ -214,7 +214,7 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now
 	}
-	g.sleep = sleepOn(g.opts.Now)
+	g.sleep = waitclock.Timer(g.opts.Now)
 	if w := g.opts.WaitInFlight; w < 0 {
 		panic(fmt.Sprintf("idemkey: New: negative Options.WaitInFlight (%v): zero waits not at all, a positive bound waits up to it", w))
 	} else if ls, ok := store.(interface{ Options() dynamostore.Options }); ok && w > ls.Options().Lease {

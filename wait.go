@@ -250,20 +250,3 @@ func minTime(t time.Time, ts ...time.Time) time.Time {
 	}
 	return t
 }
-
-// sleepOn returns the Sleep of a Guard whose clock is now: a timer.
-func sleepOn(now func() time.Time) waitclock.Sleep {
-	return func(ctx context.Context, until time.Time, wake <-chan struct{}, _ bool) {
-		d := until.Sub(now())
-		if d <= 0 {
-			return
-		}
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-wake:
-		case <-ctx.Done():
-		}
-	}
-}

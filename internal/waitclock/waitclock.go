@@ -27,3 +27,49 @@ func From(ctx context.Context) Sleep {
 	s, _ := ctx.Value(key{}).(Sleep)
 	return s
 }
+
+// Timer returns the Sleep of a clock now: a timer of until minus now.
+// A Guard sleeps with it unless the context names another.
+func Timer(now func() time.Time) Sleep {
+	return func(ctx context.Context, until time.Time, wake <-chan struct{}, _ bool) {
+		d := until.Sub(now())
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-wake:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// Notify returns s that first sends on slept at each sleep that is not
+// for another waiter's read, so that a test learns that a wait began.
+func Notify(slept chan<- struct{}, s Sleep) Sleep {
+	return func(ctx context.Context, until time.Time, wake <-chan struct{}, reading bool) {
+		if !reading {
+			select {
+			case slept <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		s(ctx, until, wake, reading)
+	}
+}
+
+// Woken returns a Sleep for tests on a clock that never moves: each sleep
+// sends on slept (Notify), then ends only when its wait is woken (a
+// commit or a release by the same Guard, or another waiter's read) or
+// ctx is done.
+func Woken(slept chan<- struct{}) Sleep {
+	return Notify(slept, func(ctx context.Context, _ time.Time, wake <-chan struct{}, _ bool) {
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		}
+	})
+}
