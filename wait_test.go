@@ -135,20 +135,6 @@ func blocked(t *testing.T, g *idemkey.Guard, r idemkey.Request, resp idemkey.Res
 	return release, done
 }
 
-// within returns what ch delivers, failing the test if nothing comes in
-// 10 seconds (a wait that never ends).
-func within[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived in 10s")
-	}
-	var zero T
-	return zero
-}
-
 // bounded is the context of the waiting duplicates of a test: it ends
 // with the test (a test whose wait never ends fails in within), and its
 // deadline is beyond the waits' one minute bound.
@@ -204,13 +190,13 @@ func TestWaitInFlightSixteenLocalDuplicatesShareOneReadAfterTheCompletion(t *tes
 	allWaiting, s := wokenOnly(16)
 	var ran atomic.Int64
 	out := duplicates(s.ctx(bounded(t)), g, r, 16, &ran)
-	within(t, allWaiting)
+	ddbtest.Within(t, allWaiting)
 	claimGets := calls.Count("GetItem")
 	assert.Equal(t, 16*w.claimGet, claimGets, "no wait read before the completion")
 	close(release)
-	require.NoError(t, within(t, done))
+	require.NoError(t, ddbtest.Within(t, done))
 	for range 16 {
-		a := within(t, out)
+		a := ddbtest.Within(t, out)
 		require.NoError(t, a.err)
 		assert.True(t, a.res.Replayed)
 		assert.Equal(t, "paid once", string(a.res.Response.Body))
@@ -242,7 +228,7 @@ func TestWaitInFlightReadsAtMostMaxWaitReadsThenAnswersInFlight(t *testing.T) {
 	var ran atomic.Int64
 	out := duplicates(s.ctx(bounded(t)), g, r, 16, &ran)
 	for range 16 {
-		a := within(t, out)
+		a := ddbtest.Within(t, out)
 		var inFlight *idemkey.InFlightError
 		require.ErrorAs(t, a.err, &inFlight)
 		assert.Positive(t, inFlight.RetryAfter)
@@ -252,7 +238,7 @@ func TestWaitInFlightReadsAtMostMaxWaitReadsThenAnswersInFlight(t *testing.T) {
 		"sixteen waits of one key in one process read MaxWaitReads times in all")
 	assert.Equal(t, 16, calls.Count("PutItem"), "one claim per duplicate, no other write")
 	close(release)
-	require.NoError(t, within(t, done))
+	require.NoError(t, ddbtest.Within(t, done))
 }
 
 // TestWaitInFlightReplaysACompletionInAnotherProcess: the first copy
@@ -271,7 +257,7 @@ func TestWaitInFlightReplaysACompletionInAnotherProcess(t *testing.T) {
 		clock.advanceTo(until)
 	}}
 	var ran atomic.Int64
-	a := within(t, duplicates(s.ctx(bounded(t)), g, r, 1, &ran))
+	a := ddbtest.Within(t, duplicates(s.ctx(bounded(t)), g, r, 1, &ran))
 	require.NoError(t, a.err)
 	assert.True(t, a.res.Replayed)
 	assert.True(t, a.res.Stored)
@@ -292,11 +278,11 @@ func TestWaitInFlightAnswersInFlightWhenTheFirstCopyFails(t *testing.T) {
 	waiting, s := wokenOnly(1)
 	var ran atomic.Int64
 	out := duplicates(s.ctx(bounded(t)), g, r, 1, &ran)
-	within(t, waiting)
+	ddbtest.Within(t, waiting)
 	before := calls.Count("GetItem")
 	close(release)
-	assert.ErrorIs(t, within(t, done), boom)
-	a := within(t, out)
+	assert.ErrorIs(t, ddbtest.Within(t, done), boom)
+	a := ddbtest.Within(t, out)
 	assert.ErrorIs(t, a.err, idemkey.ErrInFlight)
 	assert.Zero(t, ran.Load(), "the waiter did not execute in the failed copy's place")
 	assert.Equal(t, 1, calls.Count("GetItem")-before, "the release woke the wait, which read once")
@@ -324,7 +310,7 @@ func TestWaitInFlightNeverReplaysAnotherRequestsResponse(t *testing.T) {
 		clock.advanceTo(until)
 	}}
 	var ran atomic.Int64
-	a := within(t, duplicates(s.ctx(bounded(t)), g, r, 1, &ran))
+	a := ddbtest.Within(t, duplicates(s.ctx(bounded(t)), g, r, 1, &ran))
 	assert.ErrorIs(t, a.err, idemkey.ErrMismatch)
 	assert.Nil(t, a.res)
 	assert.Zero(t, ran.Load())
@@ -343,10 +329,10 @@ func TestWaitInFlightNeverSharesAWaitAcrossScopes(t *testing.T) {
 	var ran atomic.Int64
 	outA := duplicates(s.ctx(bounded(t)), g, ra, 1, &ran)
 	outB := duplicates(s.ctx(bounded(t)), g, rb, 1, &ran)
-	within(t, waiting)
+	ddbtest.Within(t, waiting)
 	close(releaseA)
-	require.NoError(t, within(t, doneA))
-	a := within(t, outA)
+	require.NoError(t, ddbtest.Within(t, doneA))
+	a := ddbtest.Within(t, outA)
 	require.NoError(t, a.err)
 	assert.Equal(t, "tenant a's", string(a.res.Response.Body))
 	select {
@@ -355,8 +341,8 @@ func TestWaitInFlightNeverSharesAWaitAcrossScopes(t *testing.T) {
 	default:
 	}
 	close(releaseB)
-	require.NoError(t, within(t, doneB))
-	b := within(t, outB)
+	require.NoError(t, ddbtest.Within(t, doneB))
+	b := ddbtest.Within(t, outB)
 	require.NoError(t, b.err)
 	assert.Equal(t, "tenant b's", string(b.res.Response.Body))
 	assert.Zero(t, ran.Load())
@@ -374,12 +360,12 @@ func TestWaitInFlightEndsBeforeTheContextsDeadline(t *testing.T) {
 	before := calls.Count("GetItem")
 	s := &sleeper{do: func(ctx context.Context, _ int64, _ time.Time, _ <-chan struct{}) { <-ctx.Done() }}
 	var ran atomic.Int64
-	a := within(t, duplicates(s.ctx(ctx), g, r, 1, &ran))
+	a := ddbtest.Within(t, duplicates(s.ctx(ctx), g, r, 1, &ran))
 	assert.ErrorIs(t, a.err, idemkey.ErrInFlight)
 	assert.Zero(t, s.n.Load(), "no wait")
 	assert.Equal(t, w.claimGet, calls.Count("GetItem")-before, "no wait read")
 	close(release)
-	require.NoError(t, within(t, done))
+	require.NoError(t, ddbtest.Within(t, done))
 }
 
 // TestWaitInFlightIsRefusedWhenNegativeOrLongerThanTheLease: New refuses

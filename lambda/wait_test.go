@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/handler"
+	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/internal/waitclock"
 	idemlambda "github.com/idemkey/idemkey/lambda"
 )
@@ -44,10 +45,10 @@ func TestSQSBatchRecordWaitsForItsCopyInFlightElsewhere(t *testing.T) {
 	ctx := waitclock.With(context.Background(), waitclock.Notify(slept, waitclock.Timer(time.Now)))
 	second := make(chan events.SQSEventResponse, 1)
 	go func() { resp, _ := envB(ctx, batchOf(t, 2, "", "block-1", "m5")); second <- resp }()
-	soon(t, slept) // block-1 of the second batch waits
+	ddbtest.Within(t, slept) // block-1 of the second batch waits
 	close(c.release)
-	assert.Empty(t, failures(soon(t, first)))
-	assert.Empty(t, failures(soon(t, second)), "the waiting record succeeded with its copy")
+	assert.Empty(t, failures(ddbtest.Within(t, first)))
+	assert.Empty(t, failures(ddbtest.Within(t, second)), "the waiting record succeeded with its copy")
 	assert.Equal(t, 1, c.runsOf("block-1"))
 	assert.Equal(t, 1, c.runsOf("m5"))
 	assert.Equal(t, 1, e.effectsFor("block-1"))
@@ -92,27 +93,14 @@ func TestIdempotentWaitEndsBeforeTheInvocationsDeadline(t *testing.T) {
 		assert.NoError(t, err)
 		dup <- out
 	}()
-	soon(t, slept)
+	ddbtest.Within(t, slept)
 	close(release)
-	assert.Equal(t, "charged c1", soon(t, first))
-	assert.Equal(t, "charged c1", soon(t, dup))
+	assert.Equal(t, "charged c1", ddbtest.Within(t, first))
+	assert.Equal(t, "charged c1", ddbtest.Within(t, dup))
 	assert.Equal(t, int64(1), runs.Load())
 }
 
 type chargeIn struct{ ID string }
-
-// soon returns what ch delivers, failing the test after 10 s (a wait that
-// never began or never ended).
-func soon[T any](t *testing.T, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing arrived in 10s")
-	}
-	panic("unreachable")
-}
 
 // TestWaitingDuplicateAnswersAlikeBehindAPIGatewayAndNetHTTP: with
 // WaitInFlight, a duplicate sent while its first request runs waits and
@@ -176,11 +164,11 @@ func TestWaitingDuplicateAnswersAlikeBehindAPIGatewayAndNetHTTP(t *testing.T) {
 	waitedFor := func(send func() reply, entered, slept, release chan struct{}) (dup, first reply) {
 		firstDone, dupDone := make(chan reply, 1), make(chan reply, 1)
 		go func() { firstDone <- send() }()
-		soon(t, entered)
+		ddbtest.Within(t, entered)
 		go func() { dupDone <- send() }()
-		soon(t, slept)
+		ddbtest.Within(t, slept)
 		close(release)
-		return soon(t, dupDone), soon(t, firstDone)
+		return ddbtest.Within(t, dupDone), ddbtest.Within(t, firstDone)
 	}
 	netDup, netFirst := waitedFor(viaNet, netEntered, netSlept, netRelease)
 	lamDup, lamFirst := waitedFor(viaLambda, lamEntered, lamSlept, lamRelease)
@@ -198,4 +186,3 @@ func TestWaitingDuplicateAnswersAlikeBehindAPIGatewayAndNetHTTP(t *testing.T) {
 		assert.Equal(t, netDup.header.Values(name), lamDup.header.Values(name), name)
 	}
 }
-
