@@ -23,13 +23,13 @@ import (
 // waitTable is one key table reached by two processes: each its own
 // client (with its own GetItem count) and store.
 type waitTable struct {
-	t        *testing.T
+	t        testing.TB
 	ep       *localstack.Endpoint
 	table    string
 	claimGet int // GetItem calls of a claim that finds the key in flight (the emulator's fallback read)
 }
 
-func newWaitTable(t *testing.T) *waitTable {
+func newWaitTable(t testing.TB) *waitTable {
 	t.Helper()
 	ep := localstack.ForTest(t)
 	w := &waitTable{t: t, ep: ep, table: localstack.TableName("wait")}
