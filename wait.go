@@ -57,7 +57,7 @@ type waiters struct {
 
 // join returns the group of pk, begun now for a bound of bound unless it
 // exists, as a member.
-func (ws *waiters) join(pk string, now time.Time, bound time.Duration, lockExpires time.Time) *waitGroup {
+func (ws *waiters) join(pk string, now time.Time, bound time.Duration, lockExpires time.Time, jitter func() float64) *waitGroup {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.groups[pk]
@@ -72,7 +72,7 @@ func (ws *waiters) join(pk string, now time.Time, bound time.Duration, lockExpir
 		// do not read in step.
 		base := bound / (1<<MaxWaitReads - 1)
 		for i := range w.gaps {
-			gap := time.Duration(float64(base<<i) * (1 - rand.Float64()/4))
+			gap := time.Duration(float64(base<<i) * (1 - jitter()/4))
 			w.gaps[i] = max(gap, minWaitGap)
 		}
 		if ws.groups == nil {
@@ -156,7 +156,11 @@ func (g *Guard) await(ctx context.Context, req Request, first *dynamostore.Recor
 	defer func() { p.waited(time.Since(began)) }()
 
 	pk := keyschema.PartitionKey(req.Scope, req.Key)
-	w := g.waits.join(pk, now, g.opts.WaitInFlight, first.LockExpires)
+	jitter := waitclock.JitterFrom(ctx)
+	if jitter == nil {
+		jitter = rand.Float64
+	}
+	w := g.waits.join(pk, now, g.opts.WaitInFlight, first.LockExpires, jitter)
 	defer g.waits.leave(pk, w)
 	for {
 		w.mu.Lock()

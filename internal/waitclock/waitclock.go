@@ -17,6 +17,20 @@ type Sleep func(ctx context.Context, until time.Time, wake <-chan struct{}, read
 
 type key struct{}
 
+type jitterKey struct{}
+
+// WithJitter returns ctx whose waits draw their jitter, numbers in
+// [0, 1), from f: a simulation's seeded source, so that a run replays.
+func WithJitter(ctx context.Context, f func() float64) context.Context {
+	return context.WithValue(ctx, jitterKey{}, f)
+}
+
+// JitterFrom returns the jitter source of ctx, or nil when it has none.
+func JitterFrom(ctx context.Context) func() float64 {
+	f, _ := ctx.Value(jitterKey{}).(func() float64)
+	return f
+}
+
 // With returns ctx whose waits sleep with s.
 func With(ctx context.Context, s Sleep) context.Context {
 	return context.WithValue(ctx, key{}, s)
