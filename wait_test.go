@@ -147,11 +147,11 @@ func bounded(t *testing.T) context.Context {
 // twoProcesses returns a table, the Guard of a process that runs first
 // copies, and the Guard of another that waits up to a minute on clock,
 // with its call count.
-func twoProcesses(t *testing.T) (w *waitTable, first, g *idemkey.Guard, calls *ddbtest.Counter, clock *testClock) {
+func twoProcesses(t *testing.T, optFns ...func(*idemkey.Options)) (w *waitTable, first, g *idemkey.Guard, calls *ddbtest.Counter, clock *testClock) {
 	w = newWaitTable(t)
 	first, _ = w.process()
 	clock = &testClock{t: time.Now()}
-	g, calls = w.process(func(o *idemkey.Options) { o.WaitInFlight = time.Minute; o.Now = clock.Now })
+	g, calls = w.process(append([]func(*idemkey.Options){func(o *idemkey.Options) { o.WaitInFlight = time.Minute; o.Now = clock.Now }}, optFns...)...)
 	return w, first, g, calls, clock
 }
 
@@ -243,9 +243,13 @@ func TestWaitInFlightReadsAtMostMaxWaitReadsThenAnswersInFlight(t *testing.T) {
 
 // TestWaitInFlightReplaysACompletionInAnotherProcess: the first copy
 // completes in another process after the wait's second read; the third
-// read finds its record and the waiter replays it.
+// read finds its record and the waiter replays it; its Event tells the
+// wait and counts the reads.
 func TestWaitInFlightReplaysACompletionInAnotherProcess(t *testing.T) {
-	w, first, g, calls, clock := twoProcesses(t)
+	events := make(chan idemkey.Event, 1)
+	w, first, g, calls, clock := twoProcesses(t, func(o *idemkey.Options) {
+		o.Observer = idemkey.ObserverFunc(func(_ context.Context, e idemkey.Event) { events <- e })
+	})
 	r := waitReq("tenant-a", "k", "pay 10")
 	release, done := blocked(t, first, r, idemkey.Response{Status: 201, Body: []byte("paid in process 1")}, nil)
 
@@ -264,6 +268,10 @@ func TestWaitInFlightReplaysACompletionInAnotherProcess(t *testing.T) {
 	assert.Equal(t, "paid in process 1", string(a.res.Response.Body))
 	assert.Zero(t, ran.Load())
 	assert.Equal(t, 3, calls.Count("GetItem")-w.claimGet)
+	e := ddbtest.Within(t, events)
+	assert.Equal(t, idemkey.OutcomeReplay, e.Outcome)
+	assert.Positive(t, e.Waited)
+	assert.Equal(t, 1+3, e.StoreCalls, "the claim and the wait's three reads")
 }
 
 // TestWaitInFlightAnswersInFlightWhenTheFirstCopyFails: the first copy
