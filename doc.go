@@ -6,7 +6,9 @@
 //
 //	claim the key (one conditional PutItem)
 //	  ├─ replay     the stored response answers the request
-//	  ├─ in flight  ErrInFlight (HTTP 409 with Retry-After)
+//	  ├─ in flight  ErrInFlight (HTTP 409 with Retry-After), or with
+//	  │             Options.WaitInFlight a bounded wait for the duplicate's
+//	  │             completion, then its replay
 //	  ├─ mismatch   ErrMismatch (HTTP 422)
 //	  └─ acquired   run the function with a txn.Tx in its context, then
 //	                commit the response and the staged effects in one

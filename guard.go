@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/internal/txnctx"
+	"github.com/idemkey/idemkey/internal/waitclock"
 	"github.com/idemkey/idemkey/txn"
 )
 
@@ -122,6 +124,37 @@ type Options struct {
 	// key to whoever holds it. New panics if it is set and shorter than
 	// MinKeyHashSecret bytes.
 	KeyHashSecret []byte
+	// WaitInFlight, when positive, makes a request that finds its key
+	// held by a duplicate in flight wait for that duplicate to complete,
+	// then answer as a retry after completion would: a replay of the
+	// stored response when the fingerprints match, ErrMismatch when they
+	// differ (the same checks as any replay). Default 0: no wait, the
+	// *InFlightError at once (HTTP 409).
+	//
+	// The wait ends at the earliest of WaitInFlight after it began, the
+	// end of the duplicate's lock (its lease), and WaitDeadlineMargin
+	// before the deadline of the request's context (a Lambda invocation's,
+	// a gRPC call's); a request still in flight then gets the
+	// *InFlightError, as without a wait. It reads the record with
+	// strongly consistent GetItem calls at growing, jittered intervals,
+	// at most MaxWaitReads per wait; the requests of one Guard waiting for
+	// the same scope and key share those reads, and a commit or release
+	// of that key by the same Guard makes them read at once (one read;
+	// the response is not handed over in memory, so that what they answer
+	// is what the table holds). Each read counts in Event.StoreCalls.
+	//
+	// When the duplicate fails and releases the key (an error, a panic, a
+	// response not stored) or its lock ends, the waiter does not execute
+	// in its place: it gets the *InFlightError, which is retryable, and
+	// its client's retry claims the key. Executing silently would run a
+	// request the client believes is still waiting for the first attempt
+	// and may retry on its own, which is the client's decision to make.
+	//
+	// New panics if WaitInFlight is negative, or longer than the store's
+	// lease when the store tells it (dynamostore.Options.Lease): a wait
+	// beyond the lease would outlast the lock it waits for, whose end
+	// lets any request claim the key.
+	WaitInFlight time.Duration
 }
 
 // MinKeyHashSecret is the shortest Options.KeyHashSecret New accepts.
@@ -144,12 +177,15 @@ func RefusesCaller(status int) bool {
 type Guard struct {
 	store Store
 	opts  Options
+	waits waiters
+	sleep waitclock.Sleep
 }
 
 // New returns a Guard over store. It panics if store is nil (or a nil
 // pointer, such as a nil *dynamostore.Store), if Mode is OneTrip and store
-// has no CommitFirst method, or if Options.Cache is used by a Guard over
-// another store.
+// has no CommitFirst method, if Options.Cache is used by a Guard over
+// another store, or if Options.WaitInFlight is negative or longer than
+// the store's lease.
 func New(store Store, optFns ...func(*Options)) *Guard {
 	if v := reflect.ValueOf(store); store == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		panic("idemkey: New needs a store")
@@ -183,6 +219,13 @@ func New(store Store, optFns ...func(*Options)) *Guard {
 	}
 	if g.opts.Now == nil {
 		g.opts.Now = time.Now
+	}
+	g.sleep = waitclock.Timer(g.opts.Now)
+	if w := g.opts.WaitInFlight; w < 0 {
+		panic(fmt.Sprintf("idemkey: New: negative Options.WaitInFlight (%v): zero waits not at all, a positive bound waits up to it", w))
+	} else if ls, ok := store.(interface{ Options() dynamostore.Options }); ok && w > ls.Options().Lease {
+		panic(fmt.Sprintf("idemkey: New: Options.WaitInFlight %v is longer than the store's Lease %v: a wait beyond the lease outlasts the lock it waits for; lower WaitInFlight",
+			w, ls.Options().Lease))
 	}
 	shouldStore := g.opts.ShouldStore
 	if shouldStore == nil {
@@ -285,7 +328,7 @@ func (g *Guard) do(ctx context.Context, req Request, fn Func, p *probe) (res *Re
 	if err != nil {
 		return nil, "", g.storeErr(err, nil)
 	}
-	if res, err, done := g.answered(claim); done {
+	if res, err, done := g.answered(ctx, req, claim, p); done {
 		return res, "", err
 	}
 
@@ -310,6 +353,7 @@ func (g *Guard) do(ctx context.Context, req Request, fn Func, p *probe) (res *Re
 	switch {
 	case err == nil:
 		g.remember(rec)
+		g.waits.wake(keyschema.PartitionKey(req.Scope, req.Key))
 		return &Result{Response: resp, Stored: true}, "", nil
 	case errors.Is(err, dynamostore.ErrLockLost):
 		return nil, "", ErrLockLost
@@ -336,6 +380,7 @@ func (g *Guard) confirmCommit(ctx context.Context, claim *dynamostore.Claim, res
 			return nil, unavailable // unreadable, or no record of this claim
 		case rec.State == dynamostore.StateCompleted:
 			g.remember(rec)
+			g.waits.wake(keyschema.PartitionKey(rec.Scope, rec.Key))
 			return &Result{Response: resp, Stored: true}, nil
 		}
 		// In progress under this claim's lock: not applied when read. The
@@ -357,13 +402,18 @@ func (g *Guard) confirm(ctx context.Context, scope, key string, p *probe) (*dyna
 	return g.store.Get(cctx, scope, key)
 }
 
-// answered turns a claim that was not acquired into the request's answer.
-func (g *Guard) answered(claim *dynamostore.Claim) (res *Result, err error, done bool) {
+// answered turns a claim that was not acquired into the request's answer:
+// for a key in flight, after a wait when Options.WaitInFlight asks for one.
+func (g *Guard) answered(ctx context.Context, req Request, claim *dynamostore.Claim, p *probe) (res *Result, err error, done bool) {
 	switch claim.Outcome {
 	case dynamostore.Replay:
 		g.remember(claim.Record)
 		return &Result{Response: *claim.Record.Response, Replayed: true, Stored: true}, nil, true
 	case dynamostore.InFlight:
+		if g.opts.WaitInFlight > 0 {
+			res, err := g.await(ctx, req, claim.Record, p)
+			return res, err, true
+		}
 		return nil, &InFlightError{RetryAfter: g.opts.RetryAfter}, true
 	case dynamostore.Mismatch:
 		return nil, ErrMismatch, true
@@ -413,10 +463,11 @@ func (g *Guard) doOneTrip(ctx context.Context, req Request, fn Func, p *probe) (
 		}
 		return nil, "", g.storeErr(err, tx)
 	}
-	if res, err, done := g.answered(claim); done {
+	if res, err, done := g.answered(ctx, req, claim, p); done {
 		return res, "", err
 	}
 	g.remember(claim.Record)
+	g.waits.wake(keyschema.PartitionKey(req.Scope, req.Key))
 	return &Result{Response: resp, Stored: true}, "", nil
 }
 
@@ -475,5 +526,7 @@ func (g *Guard) release(ctx context.Context, claim *dynamostore.Claim, p *probe)
 	p.call()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.WriteTimeout)
 	defer cancel()
-	return g.store.Release(wctx, claim)
+	err := g.store.Release(wctx, claim)
+	g.waits.wake(keyschema.PartitionKey(claim.Record.Scope, claim.Record.Key))
+	return err
 }

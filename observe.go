@@ -137,6 +137,9 @@ type Event struct {
 	// claim whose failed condition came back without the item (an
 	// emulator's gap, never real DynamoDB's).
 	StoreCalls int
+	// Waited is how long the request waited for a duplicate in flight
+	// (Options.WaitInFlight); zero when it did not wait.
+	Waited time.Duration
 	// StagedActions counts the writes the function staged.
 	StagedActions int
 	// Status is the response's status when there is one (executed,
@@ -343,6 +346,13 @@ func (p *probe) done(ph Phase) {
 		p.ev.Run += d
 	case PhaseCommit:
 		p.ev.Commit += d
+	}
+}
+
+// waited records how long the request waited for a duplicate in flight.
+func (p *probe) waited(d time.Duration) {
+	if p != nil {
+		p.ev.Waited = d
 	}
 }
 

@@ -40,6 +40,11 @@
 //	stored answer unreadable / omitted DataLoss             CORRUPT_RECORD / ANSWER_OMITTED
 //	unkeyed writes, outcome unknown    Internal             OUTCOME_UNKNOWN (no RetryInfo: they may have landed)
 //
+// With Options.Guard.WaitInFlight, a call that finds its key in flight
+// waits for the first call to complete, up to idemkey.WaitDeadlineMargin
+// before its own deadline, and is answered its reply; IN_FLIGHT answers
+// it only when the first still runs then, or failed.
+//
 // AEP-155 prescribes no code for a key reused with another request;
 // FailedPrecondition is AIP-193's code for a request the client must not
 // retry as it is. A permanent fault is Internal, not FailedPrecondition:

@@ -110,8 +110,12 @@ type FuncOptions[In any] struct {
 //     it returns the stored output, decoded into a new Out (so Out must
 //     survive a JSON round trip);
 //   - one while the first still runs fails with an *InFlightError
-//     (matching idemkey.ErrInFlight), one with another fingerprint with a
-//     *KeyReusedError (matching idemkey.ErrMismatch);
+//     (matching idemkey.ErrInFlight), or, with Guard.WaitInFlight, waits
+//     for the first to complete (until idemkey.WaitDeadlineMargin before
+//     its own deadline at the latest) and returns its output, failing
+//     with an *InFlightError only if the first is still running then or
+//     failed; one with another fingerprint fails with a *KeyReusedError
+//     (matching idemkey.ErrMismatch);
 //   - an error of fn is returned as is, with its own type, and releases
 //     the key, as does a panic (re-raised), so a retry runs fn again;
 //     nothing fn staged is written.

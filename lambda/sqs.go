@@ -25,8 +25,10 @@ import (
 // body, it is only when every producer is one caller.
 //
 // The response lists as batch item failures the records whose processing
-// failed: fn's error, a record in flight in another invocation, a key
-// reused with another body, an unreachable store. SQS makes them visible
+// failed: fn's error, a record in flight in another invocation (unless
+// FuncOptions.Guard.WaitInFlight makes it wait for that invocation, and
+// succeed with it when it completes in time), a key reused with another
+// body, an unreachable store. SQS makes them visible
 // again after the visibility timeout; the others are deleted. This needs
 // ReportBatchItemFailures on the event source mapping; without it, SQS
 // ignores the response and deletes the whole batch. On a FIFO queue

@@ -25,8 +25,12 @@
 //     the run.
 //   - Each process is ClaimFirst or OneTrip, with or without a cache, and
 //     takes its leases from the store or from the request's deadline
-//     (handler.LeaseFromDeadline). A request with a deadline is cut off at
-//     it, as a Lambda invocation is: its later calls never reach DynamoDB.
+//     (handler.LeaseFromDeadline), and makes duplicates in flight wait
+//     for their first copy (idemkey.Options.WaitInFlight: 2 s, 20 s or
+//     the lease) or not. A waiter's sleeps run on virtual time (its
+//     context's waitclock), so its reads are scheduled and faulted like
+//     any call. A request with a deadline is cut off at it, as a Lambda
+//     invocation is: its later calls never reach DynamoDB.
 //   - Clients send each operation several times with the same key, at
 //     random moments: at once (a duplicate in flight), seconds later,
 //     around the lease, around the retention and past it. Operations of
@@ -75,6 +79,10 @@
 //	   last record); 409, 503 or a dropped connection
 //	d  an answer carrying another operation's, scope's or fingerprint's
 //	   response
+//	w  a ClaimFirst request that waited for a duplicate in flight executed
+//	   (a waiter answers a replay, 422 or 409, never in the first copy's
+//	   place); what a waiter answers is checked by c and d like any answer,
+//	   and whether anyone executed under a live lock by b
 //	e  an effect item without its key record's commit, a live completed
 //	   record without its effect, or the last commit of a key whose record
 //	   must still live missing from the table
@@ -97,7 +105,9 @@
 //
 // Flags: -seed (one seed), -first and -seeds (the range), -ops (operations
 // per seed), -skew (the skew bound). The figures line ("sim seeds=...") is
-// logged and appended to the file named by IDEMKEY_RELIABILITY_REPORT, as
+// logged (with the waits: how many attempts waited, and were answered by
+// a replay or 409) and appended to the file named by
+// IDEMKEY_RELIABILITY_REPORT, as
 // the chaos and crash tests do. TestSimulationRetentionShorterThanLease
 // replays issue 9's finding 1 through the claim, a TTL pass and a sweep;
 // TestSimulationIsDeterministic checks that a seed's schedule is the same

@@ -24,6 +24,7 @@ import (
 	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/internal/lease"
+	"github.com/idemkey/idemkey/internal/waitclock"
 	"github.com/idemkey/idemkey/localstack"
 	"github.com/idemkey/idemkey/txn"
 )
@@ -85,6 +86,7 @@ type violation struct{ kind, msg string }
 // figures count what a run did.
 type figures struct {
 	ops, attempts, executions, commits, replays int
+	waits, waitReplays, waitInFlight            int // attempts that waited, and those answered by a replay or 409
 	faults                                      map[faultKind]int
 	crashes, ttlDeletes, sweeps                 int
 	evicted, reclaimed                          int64
@@ -147,7 +149,7 @@ func (p *proc) current() *instance {
 	spec := p.spec
 	mw := handler.New(store, func(o *handler.Options) {
 		o.Scope = scopeOf
-		o.Guard = idemkey.Options{Mode: spec.mode, Cache: cache, Now: p.now, WriteTimeout: time.Hour}
+		o.Guard = idemkey.Options{Mode: spec.mode, Cache: cache, Now: p.now, WriteTimeout: time.Hour, WaitInFlight: spec.wait}
 		if spec.leaseMargin > 0 {
 			o.Lease = func(req *http.Request) time.Duration {
 				return lease.FromDeadline(req.Context(), spec.leaseMargin, p.now())
@@ -198,6 +200,7 @@ type attempt struct {
 	deadline time.Time // true time; zero: none
 	done     bool
 	claim    *claimRec // the last claim it applied
+	waited   bool      // it waited for a duplicate in flight
 	exec     *execution
 	ans      *answer
 }
@@ -226,6 +229,33 @@ func (a *attempt) work(d time.Duration) {
 		d = a.deadline.Sub(a.r.s.now)
 	}
 	a.actor.sleep(d)
+}
+
+// waitPoll is the step of virtual time at which a waiting attempt looks
+// whether its wait was woken.
+const waitPoll = 5 * time.Millisecond
+
+// waitSleep is the Guard's sleep of an attempt that waits for a duplicate
+// in flight, on virtual time: until the process's clock reaches until or
+// the wait is woken (a read in progress wakes it when it ends). A dead
+// attempt sleeps on: its reads fail, and its wait ends at until.
+func (a *attempt) waitSleep(_ context.Context, until time.Time, wake <-chan struct{}, _ bool) {
+	if !a.waited {
+		a.waited = true
+		a.r.tracef("%s waits for a duplicate in flight", a.name)
+	}
+	for {
+		select {
+		case <-wake:
+			return
+		default:
+		}
+		left := until.Sub(a.p.now())
+		if left <= 0 {
+			return
+		}
+		a.actor.sleep(min(left, waitPoll))
+	}
 }
 
 type answer struct {
@@ -287,6 +317,9 @@ type respBody struct {
 func (r *run) app() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		a := actorOf(req.Context()).att
+		if a.waited && a.p.spec.mode == idemkey.ClaimFirst {
+			r.violate("w", "%s executed after it waited for a duplicate in flight", a.name)
+		}
 		ex := r.startExec(a)
 		for _, d := range a.spec.work {
 			a.work(d)
@@ -453,6 +486,9 @@ func (r *run) send(ctx context.Context, a *attempt) {
 	if !a.deadline.IsZero() {
 		ctx = deadlineCtx{Context: ctx, d: a.deadline}
 	}
+	ctx = waitclock.With(ctx, a.waitSleep)
+	jitter := rand.New(rand.NewPCG(a.spec.seed, 3))
+	ctx = waitclock.WithJitter(ctx, jitter.Float64)
 	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/ops", strings.NewReader(requestBody(a.op)))
 	req.Header.Set("Idempotency-Key", a.op.key)
 	req.Header.Set("Authorization", "Bearer "+a.op.scope)
@@ -462,6 +498,15 @@ func (r *run) send(ctx context.Context, a *attempt) {
 	ans := &answer{at: r.s.now, procNow: a.p.now(), status: rec.Code, body: rec.Body.Bytes(),
 		replayed: rec.Header().Get(handler.ReplayedHeader) == "true", calls: a.actor.calls}
 	ans.crashed = !a.alive()
+	if a.waited && !ans.crashed {
+		r.fig.waits++
+		switch {
+		case ans.replayed:
+			r.fig.waitReplays++
+		case ans.status == http.StatusConflict:
+			r.fig.waitInFlight++
+		}
+	}
 	a.done = true
 	a.ans = ans
 	if ans.crashed {

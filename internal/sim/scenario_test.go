@@ -46,6 +46,9 @@ type procSpec struct {
 	// leaseMargin > 0: leases come from the request's deadline
 	// (lease.FromDeadline with this margin).
 	leaseMargin time.Duration
+	// wait > 0: a duplicate in flight waits up to it
+	// (idemkey.Options.WaitInFlight), never beyond the store's lease.
+	wait time.Duration
 }
 
 // opSpec is one logical operation: one client, one key, one body, sent
@@ -131,6 +134,9 @@ func generate(seed uint64, g genOptions) *scenario {
 		}
 		if rng.Float64() < 0.5 {
 			p.leaseMargin = pick(rng, time.Second, 10*time.Second)
+		}
+		if rng.Float64() < 0.5 {
+			p.wait = min(pick(rng, 2*time.Second, 20*time.Second, 5*time.Minute), sc.lease)
 		}
 		sc.procs = append(sc.procs, p)
 	}
@@ -249,6 +255,9 @@ func (m procSpec) String() string {
 	}
 	if m.leaseMargin > 0 {
 		fmt.Fprintf(&b, " lease=deadline+%v", m.leaseMargin)
+	}
+	if m.wait > 0 {
+		fmt.Fprintf(&b, " wait=%v", m.wait)
 	}
 	return b.String()
 }

@@ -94,6 +94,9 @@ func reductions(sc *scenario) []*scenario {
 		if p.leaseMargin > 0 {
 			with(func(c *scenario) { c.procs[i].leaseMargin = 0 })
 		}
+		if p.wait > 0 {
+			with(func(c *scenario) { c.procs[i].wait = 0 })
+		}
 		if p.skew != 0 {
 			with(func(c *scenario) { c.procs[i].skew = 0 })
 		}

@@ -87,8 +87,8 @@ func TestSimulation(t *testing.T) {
 	}
 	line := fmt.Sprintf("sim seeds=%d ops=%d faults=%d (%s) crashes=%d ttl_deletes=%d sweeps=%d violations=%d",
 		len(seeds), total.ops, total.faultTotal(), total.faultList(), total.crashes, total.ttlDeletes, total.sweeps, violating)
-	t.Logf("attempts=%d executions=%d commits=%d replays=%d sweeper_evicted=%d sweeper_reclaimed=%d",
-		total.attempts, total.executions, total.commits, total.replays, total.evicted, total.reclaimed)
+	t.Logf("attempts=%d executions=%d commits=%d replays=%d waits=%d (replayed %d, 409 %d) sweeper_evicted=%d sweeper_reclaimed=%d",
+		total.attempts, total.executions, total.commits, total.replays, total.waits, total.waitReplays, total.waitInFlight, total.evicted, total.reclaimed)
 	ddbtest.Report(t, line)
 }
 
@@ -115,9 +115,9 @@ func explain(r *run, gen genOptions) string {
 }
 
 // severity orders the kinds of violation, worst first: a duplicate
-// execution, a foreign answer, a wrong answer, a lost effect or record, a
+// execution, a waiter that executed, a foreign answer, a wrong answer, a lost effect or record, a
 // live record taken (the cause of the first two), the harness's own.
-var severity = []string{"a", "b", "d", "c", "e", "r", "panic", "sim"}
+var severity = []string{"a", "b", "w", "d", "c", "e", "r", "panic", "sim"}
 
 // worst returns the first violation of the worst kind.
 func worst(vs []violation) violation {
@@ -149,6 +149,9 @@ func (f *figures) add(g figures) {
 	f.executions += g.executions
 	f.commits += g.commits
 	f.replays += g.replays
+	f.waits += g.waits
+	f.waitReplays += g.waitReplays
+	f.waitInFlight += g.waitInFlight
 	f.crashes += g.crashes
 	f.ttlDeletes += g.ttlDeletes
 	f.sweeps += g.sweeps
