@@ -405,7 +405,7 @@ func (g *Guard) confirm(ctx context.Context, scope, key string, p *probe) (*dyna
 // answered turns a claim that was not acquired into the request's answer:
 // for a key in flight, after a wait when Options.WaitInFlight asks for one.
 func (g *Guard) answered(ctx context.Context, req Request, claim *dynamostore.Claim, p *probe) (res *Result, err error, done bool) {
-	switch claim.Outcome {
+	switch claim.Result {
 	case dynamostore.Replay:
 		g.remember(claim.Record)
 		return &Result{Response: *claim.Record.Response, Replayed: true, Stored: true}, nil, true

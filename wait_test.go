@@ -46,7 +46,7 @@ func newWaitTable(t testing.TB) *waitTable {
 	calls.Reset()
 	again, err := store.Claim(context.Background(), r)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.InFlight, again.Outcome)
+	require.Equal(t, dynamostore.InFlight, again.Result)
 	w.claimGet = calls.Count("GetItem")
 	require.NoError(t, store.Release(context.Background(), c))
 	return w

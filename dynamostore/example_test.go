@@ -45,7 +45,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("first claim:", first.Outcome == dynamostore.Acquired)
+	fmt.Println("first claim:", first.Result == dynamostore.Acquired)
 	if _, err := store.Complete(ctx, first, dynamostore.Response{Status: 201, Body: []byte(`{"id":"pay_1"}`)}); err != nil {
 		log.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("retry: replay=%v status=%d body=%s\n", again.Outcome == dynamostore.Replay, again.Record.Response.Status, again.Record.Response.Body)
+	fmt.Printf("retry: replay=%v status=%d body=%s\n", again.Result == dynamostore.Replay, again.Record.Response.Status, again.Record.Response.Body)
 	_, err = store.Get(ctx, "tenant-b", "order-42")
 	fmt.Println("another tenant's key:", errors.Is(err, dynamostore.ErrNotFound))
 	// Output:

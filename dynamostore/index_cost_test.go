@@ -97,7 +97,7 @@ func TestExpiryIndexCostsOneWriteForTheClaimNoneForTheCommitAndOneForTheEviction
 
 	first, err := store.CommitFirst(ctx, request("k3", "a"), created, nil)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, first.Outcome)
+	require.Equal(t, dynamostore.Acquired, first.Result)
 	units("CommitFirst", 1)
 
 	// A commit after its lock expired (nobody reclaimed the key) moves
@@ -211,7 +211,7 @@ func TestIndexSweepLeavesAStuckRecordUntilItsExpAndThenEvictsIt(t *testing.T) {
 	assert.Len(t, tableKeys(t, e.ep.Client, e.table), 1)
 	retry, err := store.Claim(ctx, request("stuck", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, retry.Outcome, "a retry takes over the expired lock by itself")
+	assert.Equal(t, dynamostore.Acquired, retry.Result, "a retry takes over the expired lock by itself")
 	require.NoError(t, store.Release(ctx, retry))
 
 	_, err = store.Claim(ctx, request("stuck-2", "a"))

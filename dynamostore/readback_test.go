@@ -45,7 +45,7 @@ func TestCommitRefusesAResponseItsRecordCouldNotBeReadBackWith(t *testing.T) {
 		assert.Zero(t, e.calls.Total(), "%s: Commit refuses without calling DynamoDB", name)
 		held, err := s.Claim(ctx, req)
 		require.NoError(t, err)
-		assert.Equal(t, dynamostore.InFlight, held.Outcome, "%s: the claim stays held", name)
+		assert.Equal(t, dynamostore.InFlight, held.Result, "%s: the claim stays held", name)
 		_, err = s.Commit(ctx, c, dynamostore.Response{Status: 201}, nil)
 		require.NoError(t, err, "%s: the claim can still commit a response that reads back", name)
 
@@ -72,7 +72,7 @@ func TestAHeaderValueThatIsNotUTF8IsReplayedByteForByte(t *testing.T) {
 	require.NoError(t, err)
 	again, err := s.Claim(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Replay, again.Outcome)
+	require.Equal(t, dynamostore.Replay, again.Result)
 	assert.Equal(t, hdr, again.Record.Response.Header, "the replay carries the values' bytes, not U+FFFD")
 	got, err := s.Get(ctx, req.Scope, req.Key)
 	require.NoError(t, err)
@@ -98,7 +98,7 @@ func TestScopesAndKeysThatAreNotUTF8AreRefused(t *testing.T) {
 	}
 	c, err := s.Claim(ctx, request("order-\u00e9", "a"))
 	require.NoError(t, err, "valid UTF-8 beyond ASCII is a key like any other")
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 }
 
 func TestGetOfAnExpiredRecordIsAbsentWhateverElseItHolds(t *testing.T) {
@@ -125,7 +125,7 @@ func TestGetOfAnExpiredRecordIsAbsentWhateverElseItHolds(t *testing.T) {
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound, "past its exp the record is absent, as a claim finds it")
 	again, err := s.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, again.Outcome)
+	assert.Equal(t, dynamostore.Acquired, again.Result)
 }
 
 func TestReleaseKeyInTheMillisecondItsLockExpiresFindsTheLockHeld(t *testing.T) {
@@ -140,7 +140,7 @@ func TestReleaseKeyInTheMillisecondItsLockExpiresFindsTheLockHeld(t *testing.T) 
 	e.clock.Advance(c.Record.LockExpires.Add(500 * time.Microsecond).Sub(e.clock.Now()))
 	held, err := s.Claim(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.InFlight, held.Outcome)
+	require.Equal(t, dynamostore.InFlight, held.Result)
 
 	_, err = s.ReleaseKey(ctx, req.Scope, req.Key)
 	assert.ErrorIs(t, err, dynamostore.ErrLockHeld)

@@ -68,7 +68,7 @@ func testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T, e *
 	long.Lease = 5 * time.Minute
 	first, err := s.Claim(ctx, long)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, first.Outcome)
+	require.Equal(t, dynamostore.Acquired, first.Result)
 	lockEnd := e.clock.Now().Add(5 * time.Minute)
 	assert.Equal(t, lockEnd.Add(time.Minute).Unix()+1, first.Record.Expires.Unix(),
 		"exp is the lock's end plus the retention, rounded up to the second")
@@ -76,7 +76,7 @@ func testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T, e *
 	e.clock.Advance(2 * time.Minute) // past claim+retention, inside the lock
 	retry, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, retry.Outcome, "the first request still runs: a retry must not execute")
+	assert.Equal(t, dynamostore.InFlight, retry.Result, "the first request still runs: a retry must not execute")
 
 	r, err := e.sweeper(e.client).Sweep(ctx, "")
 	require.NoError(t, err)
@@ -91,7 +91,7 @@ func testClaimWithALeaseLongerThanTheRetentionKeepsItsLockLive(t *testing.T, e *
 	e.clock.Advance(lockEnd.Sub(e.clock.Now()) + time.Millisecond)
 	again, err := s.Claim(ctx, long)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, again.Outcome)
+	require.Equal(t, dynamostore.Acquired, again.Result)
 	assert.False(t, again.Record.Expires.Before(again.Record.LockExpires))
 }
 
@@ -120,7 +120,7 @@ func testInProgressRecordUnderALiveLockStandsPastItsExp(t *testing.T, e *env) {
 
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, c.Outcome, "a live lock is never taken, whatever exp says")
+	assert.Equal(t, dynamostore.InFlight, c.Result, "a live lock is never taken, whatever exp says")
 	rec, err := s.Get(ctx, "tenant-a", "k1")
 	require.NoError(t, err)
 	assert.Equal(t, "legacy-lock", rec.LockToken)
@@ -133,7 +133,7 @@ func testInProgressRecordUnderALiveLockStandsPastItsExp(t *testing.T, e *env) {
 	e.clock.Advance(5*time.Minute + time.Millisecond)
 	c, err = s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome, "once the lock ends, the expired record is absent")
+	assert.Equal(t, dynamostore.Acquired, c.Result, "once the lock ends, the expired record is absent")
 }
 
 func TestSweepEvictionNeverDeletesALiveLockWrittenSinceTheScan(t *testing.T) {

@@ -147,11 +147,11 @@ func TestSharedTableRunsTheLifecycleWithThePaymentInTheSameTransaction(t *testin
 
 	c, err := st.Claim(ctx, req)
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 
 	again, err := st.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, again.Outcome)
+	assert.Equal(t, dynamostore.InFlight, again.Result)
 
 	tx := txn.New()
 	tx.Put(types.Put{TableName: &e.table, Item: payment("CUSTOMER#1", "PAYMENT#order-1", nil),
@@ -164,12 +164,12 @@ func TestSharedTableRunsTheLifecycleWithThePaymentInTheSameTransaction(t *testin
 
 	replay, err := st.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Replay, replay.Outcome)
+	assert.Equal(t, dynamostore.Replay, replay.Result)
 	assert.Equal(t, created.Body, replay.Record.Response.Body)
 
 	other, err := st.Claim(ctx, request("order-1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Mismatch, other.Outcome)
+	assert.Equal(t, dynamostore.Mismatch, other.Result)
 
 	// The record is where the schema says, with the marker and the
 	// application's TTL attribute.
@@ -187,7 +187,7 @@ func TestSharedTableRunsTheLifecycleWithThePaymentInTheSameTransaction(t *testin
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
 	fresh, err := st.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, fresh.Outcome)
+	assert.Equal(t, dynamostore.Acquired, fresh.Result)
 	require.NoError(t, st.Release(ctx, fresh))
 	_, err = st.Get(ctx, "tenant-a", "order-1")
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
@@ -206,7 +206,7 @@ func TestSharedTableStoresWithDifferentPrefixesNeverSeeEachOthersKeys(t *testing
 
 	cb, err := b.Claim(ctx, request("k", "other body"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, cb.Outcome, "the same (scope, key) under another prefix is another record")
+	assert.Equal(t, dynamostore.Acquired, cb.Result, "the same (scope, key) under another prefix is another record")
 	_, err = b.Get(ctx, "tenant-a", "k")
 	require.NoError(t, err)
 	rec, err := a.Get(ctx, "tenant-a", "k")

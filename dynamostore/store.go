@@ -177,13 +177,15 @@ func (s *Store) Options() Options { return s.opts }
 // received it.
 func (s *Store) Client() Client { return s.client }
 
-// Outcome is the result of a claim.
-type Outcome int
+// ClaimResult is what a claim found: the key is the caller's (Acquired),
+// or another request's record answers it (Replay, InFlight, Mismatch).
+// The outcome of a whole request is idemkey.Outcome.
+type ClaimResult int
 
 const (
 	// Acquired: the caller owns the key and must execute, then Commit or
 	// Release.
-	Acquired Outcome = iota + 1
+	Acquired ClaimResult = iota + 1
 	// Replay: the key completed with the same fingerprint; the stored
 	// response answers the request.
 	Replay
@@ -193,7 +195,7 @@ const (
 	Mismatch
 )
 
-func (o Outcome) String() string {
+func (o ClaimResult) String() string {
 	switch o {
 	case Acquired:
 		return "acquired"
@@ -204,12 +206,13 @@ func (o Outcome) String() string {
 	case Mismatch:
 		return "mismatch"
 	}
-	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+	return "ClaimResult(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Claim is the result of Store.Claim.
 type Claim struct {
-	Outcome Outcome
+	// Result says what the claim found.
+	Result ClaimResult
 	// Record is the record this claim wrote (Acquired), or the stored
 	// record that decided the outcome (Replay, InFlight, Mismatch).
 	Record *Record
@@ -296,7 +299,7 @@ func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
 			return nil, err
 		}
 		if outcome := decide(old, req, token); outcome != Acquired {
-			return &Claim{Outcome: outcome, Record: old}, nil
+			return &Claim{Result: outcome, Record: old}, nil
 		}
 		return acquired(old), nil
 	}
@@ -309,7 +312,7 @@ func acquired(rec *Record) *Claim {
 	if rec.State == StateInProgress && rec.commit == nil {
 		rec.commit = new(commitMemo)
 	}
-	return &Claim{Outcome: Acquired, Record: rec}
+	return &Claim{Result: Acquired, Record: rec}
 }
 
 // The claim condition holds when no live record stands in the way: none,
@@ -386,7 +389,7 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 // decide classifies a live stored record against a claim. A record that
 // carries the claim's own token was written by an earlier attempt of this
 // very call (an SDK retry after a lost response).
-func decide(old *Record, req Request, token string) Outcome {
+func decide(old *Record, req Request, token string) ClaimResult {
 	switch {
 	case old.LockToken == token:
 		return Acquired
@@ -518,7 +521,7 @@ func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record,
 // DynamoDB could not be reached or answered that the transaction is still
 // in progress, in which case the commit may or may not have been applied.
 func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
-	if c == nil || c.Outcome != Acquired || c.Record == nil {
+	if c == nil || c.Result != Acquired || c.Record == nil {
 		return nil, fmt.Errorf("%w: commit of a claim that was not acquired", ErrInvalidRequest)
 	}
 	if err := checkResponse(resp); err != nil {
@@ -665,7 +668,7 @@ func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]
 // an attempt whose answer was lost, and that then finds the record gone by
 // a consistent read, had deleted it: Release returns nil.
 func (s *Store) Release(ctx context.Context, c *Claim) error {
-	if c == nil || c.Outcome != Acquired || c.Record == nil {
+	if c == nil || c.Result != Acquired || c.Record == nil {
 		return fmt.Errorf("%w: release of a claim that was not acquired", ErrInvalidRequest)
 	}
 	in := &dynamodb.DeleteItemInput{

@@ -99,7 +99,7 @@ func TestFirstClaimAcquiresWithOnePutItem(t *testing.T) {
 	s := e.store(nil)
 	c, err := s.Claim(context.Background(), request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 	assert.Equal(t, dynamostore.StateInProgress, c.Record.State)
 	assert.NotEmpty(t, c.Record.LockToken)
 	assert.Equal(t, "PutItem=1", e.calls.String())
@@ -123,7 +123,7 @@ func TestReplayAfterCompleteCostsOneCallWhenItemReturned(t *testing.T) {
 	e.calls.Reset()
 	again, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Replay, again.Outcome)
+	assert.Equal(t, dynamostore.Replay, again.Result)
 	assert.Equal(t, 201, again.Record.Response.Status)
 	assert.Equal(t, created.Body, again.Record.Response.Body)
 	assert.Equal(t, "application/json", again.Record.Response.Header.Get("Content-Type"))
@@ -142,7 +142,7 @@ func TestReplayFallsBackToConsistentGetWhenNoItemReturned(t *testing.T) {
 	e.calls.Reset()
 	again, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Replay, again.Outcome)
+	assert.Equal(t, dynamostore.Replay, again.Result)
 	assert.Equal(t, created.Body, again.Record.Response.Body)
 	assert.Equal(t, "GetItem=1 PutItem=1", e.calls.String())
 }
@@ -156,7 +156,7 @@ func TestDuplicateWhileInFlightIsInFlight(t *testing.T) {
 	e.calls.Reset()
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, c.Outcome)
+	assert.Equal(t, dynamostore.InFlight, c.Result)
 	assert.Equal(t, 1, e.calls.Total())
 }
 
@@ -169,13 +169,13 @@ func TestDifferentFingerprintIsMismatchInFlightOrCompleted(t *testing.T) {
 
 	other, err := s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Mismatch, other.Outcome, "while in flight")
+	assert.Equal(t, dynamostore.Mismatch, other.Result, "while in flight")
 
 	_, err = s.Complete(ctx, c, created)
 	require.NoError(t, err)
 	other, err = s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Mismatch, other.Outcome, "after completion")
+	assert.Equal(t, dynamostore.Mismatch, other.Result, "after completion")
 }
 
 func TestExpiredRecordIsAbsentBeforeTTLDeletesIt(t *testing.T) {
@@ -192,14 +192,14 @@ func TestExpiredRecordIsAbsentBeforeTTLDeletesIt(t *testing.T) {
 	require.NoError(t, err)
 	again, err := s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Mismatch, again.Outcome)
+	assert.Equal(t, dynamostore.Mismatch, again.Result)
 
 	e.clock.Advance(time.Second)
 	_, err = s.Get(ctx, "tenant-a", "k1")
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
 	fresh, err := s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, fresh.Outcome, "an expired record is absent, even with another fingerprint")
+	assert.Equal(t, dynamostore.Acquired, fresh.Result, "an expired record is absent, even with another fingerprint")
 }
 
 func TestStuckLockIsReclaimedAfterTheLeaseAndNotBefore(t *testing.T) {
@@ -212,12 +212,12 @@ func TestStuckLockIsReclaimedAfterTheLeaseAndNotBefore(t *testing.T) {
 	e.clock.Advance(time.Minute) // lock_exp == now: not yet expired
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, c.Outcome)
+	assert.Equal(t, dynamostore.InFlight, c.Result)
 
 	e.clock.Advance(time.Millisecond)
 	c, err = s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 	assert.NotEqual(t, dead.Record.LockToken, c.Record.LockToken)
 
 	// The dead owner comes back: every write of its is fenced off.
@@ -260,7 +260,7 @@ func TestScopesNeverCollideNorReplayAcrossEachOther(t *testing.T) {
 
 	cb, err := s.Claim(ctx, b)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, cb.Outcome)
+	assert.Equal(t, dynamostore.Acquired, cb.Result)
 
 	// Length prefixing: ("ab","c") and ("a","bc") are different records.
 	x := dynamostore.Request{Scope: "ab", Key: "c", Fingerprint: fp("1")}
@@ -269,8 +269,8 @@ func TestScopesNeverCollideNorReplayAcrossEachOther(t *testing.T) {
 	require.NoError(t, err)
 	cy, err := s.Claim(ctx, y)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, cx.Outcome)
-	assert.Equal(t, dynamostore.Acquired, cy.Outcome)
+	assert.Equal(t, dynamostore.Acquired, cx.Result)
+	assert.Equal(t, dynamostore.Acquired, cy.Result)
 }
 
 func TestSDKRetryOfOwnClaimCountsAsAcquired(t *testing.T) {
@@ -280,7 +280,7 @@ func TestSDKRetryOfOwnClaimCountsAsAcquired(t *testing.T) {
 	s := e.store(faulty)
 	c, err := s.Claim(context.Background(), request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 }
 
 func TestCommitWritesKeyAndEffectsTogether(t *testing.T) {
@@ -413,7 +413,7 @@ func TestReleaseFreesTheKeyForARetry(t *testing.T) {
 	assert.ErrorIs(t, err, dynamostore.ErrNotFound)
 	again, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, again.Outcome)
+	assert.Equal(t, dynamostore.Acquired, again.Result)
 	// A release after completion is refused and changes nothing.
 	_, err = s.Complete(ctx, again, created)
 	require.NoError(t, err)

@@ -244,7 +244,7 @@ func testSweepNeverDeletesALiveOrReclaimedRecordUnderConcurrentClaims(t *testing
 		wg.Go(func() {
 			for i := w; i < len(keys); i += claimers {
 				c, err := store.Claim(ctx, dynamostore.Request{Scope: seedScope, Key: keys[i], Method: "POST", Path: "/payments", Fingerprint: fp("again " + keys[i])})
-				if err == nil && c.Outcome == dynamostore.Acquired && i%2 == 0 {
+				if err == nil && c.Result == dynamostore.Acquired && i%2 == 0 {
 					_, err = store.Complete(ctx, c, dynamostore.Response{Status: 201})
 				}
 				claims[i], errs[i] = c, err
@@ -263,7 +263,7 @@ func testSweepNeverDeletesALiveOrReclaimedRecordUnderConcurrentClaims(t *testing
 
 	for i, key := range keys {
 		require.NoError(t, errs[i], key)
-		require.Equal(t, dynamostore.Acquired, claims[i].Outcome, key)
+		require.Equal(t, dynamostore.Acquired, claims[i].Result, key)
 		rec, err := store.Get(ctx, seedScope, key)
 		require.NoError(t, err, "the record the claim of %s wrote was deleted", key)
 		assert.Equal(t, claims[i].Record.LockToken, rec.LockToken, key)

@@ -30,7 +30,7 @@ func TestReleaseKeyDeletesAStuckKeySoTheNextRequestExecutes(t *testing.T) {
 	require.ErrorIs(t, err, dynamostore.ErrNotFound)
 	again, err := s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, again.Outcome)
+	assert.Equal(t, dynamostore.Acquired, again.Result)
 }
 
 func TestReleaseKeyRefusesAHeldLockUnlessForced(t *testing.T) {

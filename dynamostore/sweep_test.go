@@ -125,7 +125,7 @@ func testRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.NoError(t, claimErr)
 	require.NotNil(t, newClaim, "the hook never saw the victim's delete")
-	require.Equal(t, dynamostore.Acquired, newClaim.Outcome)
+	require.Equal(t, dynamostore.Acquired, newClaim.Result)
 
 	assert.Equal(t, int64(1), r.Skipped)
 	assert.Equal(t, truth.count(expired)-1, r.Evicted)
@@ -155,7 +155,7 @@ func testStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T, e *env) {
 	target := keyschema.PartitionKey(seedScope, seedKey(victim))
 	store := e.store(nil)
 	// The owner's claim, as it holds it.
-	owner := &dynamostore.Claim{Outcome: dynamostore.Acquired, Record: &dynamostore.Record{
+	owner := &dynamostore.Claim{Result: dynamostore.Acquired, Record: &dynamostore.Record{
 		Scope: seedScope, Key: seedKey(victim), Method: "POST", Path: "/payments", Fingerprint: fp(seedKey(victim)),
 		State: dynamostore.StateInProgress, LockToken: seedLock(43),
 		Created: e.clock.Now().Add(-10*time.Minute - 43*time.Second),

@@ -138,5 +138,5 @@ func TestStagedWritesOfKeyRecordsAreRefused(t *testing.T) {
 	}
 	again, err := st.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Replay, again.Outcome, "k1's record is intact")
+	assert.Equal(t, dynamostore.Replay, again.Result, "k1's record is intact")
 }

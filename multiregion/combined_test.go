@@ -124,7 +124,7 @@ func TestRehomedKeysStaleCopyIsNotSweptByItsOldHome(t *testing.T) {
 	before := w.router(homeMode, refresh(time.Second))
 	abandoned, err := before.Claim(ctx, idemkey.Request{Scope: tenant, Key: key, Method: "POST", Path: "/payments", Fingerprint: fp("x")})
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, abandoned.Outcome)
+	require.Equal(t, dynamostore.Acquired, abandoned.Result)
 	require.Equal(t, x, abandoned.Record.Region)
 	w.advance(2 * lag) // the abandoned claim reaches Y
 

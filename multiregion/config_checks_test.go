@@ -203,11 +203,11 @@ func TestA5xxWithoutAModeledCodeIsAnUnavailableRegion(t *testing.T) {
 	elsewhere := keyHomedIn(t, three[1])
 	c, err := router.Claim(ctx, idemkey.Request{Scope: tenant, Key: elsewhere, Method: "POST", Path: "/p", Fingerprint: fpOf("x")})
 	require.NoError(t, err, "a key homed in a healthy region")
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 
 	homedBad := keyHomedIn(t, bad)
 	c, err = router.Claim(ctx, idemkey.Request{Scope: tenant, Key: homedBad, Method: "POST", Path: "/p", Fingerprint: fpOf("y")})
 	require.NoError(t, err, "with Failover, a key homed in the 5xx region fails over")
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 	assert.Equal(t, int64(1), counters.Count(multiregion.EventFailover))
 }

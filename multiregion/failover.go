@@ -106,7 +106,7 @@ func userClaim(c *dynamostore.Claim) *dynamostore.Claim {
 	if c == nil {
 		return nil
 	}
-	return &dynamostore.Claim{Outcome: c.Outcome, Record: userView(c.Record)}
+	return &dynamostore.Claim{Result: c.Result, Record: userView(c.Record)}
 }
 
 // checkScope refuses scopes that could collide with failover scopes or not
@@ -133,7 +133,7 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 	home := order[0]
 	c, err := home.store.Claim(ctx, req)
 	if err == nil {
-		if c.Outcome == dynamostore.Acquired && s.fenced() {
+		if c.Result == dynamostore.Acquired && s.fenced() {
 			// Every region of the order, the home included: before a
 			// change of topology the home may have been a failover
 			// region of the key.
@@ -209,13 +209,13 @@ func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []
 				return nil, &RegionError{Regions: []string{src.writer.name, r.name}, Err: rerr}
 			case rerr != nil:
 				return nil, rerr
-			case retired.Outcome == dynamostore.Acquired:
+			case retired.Result == dynamostore.Acquired:
 				s.observe(Event{Kind: EventRetired, Scope: req.Scope, Key: req.Key, Home: order[0].name, Region: src.writer.name})
 				continue
 			}
-			out, rec = retired.Outcome, retired.Record
+			out, rec = retired.Result, retired.Record
 		}
-		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+		return &dynamostore.Claim{Result: out, Record: userView(rec)}, nil
 	}
 	fr := req
 	fr.Scope = failoverScope(req.Scope, r.name)
@@ -230,7 +230,7 @@ func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []
 // req, as a claim would: Mismatch for another fingerprint, InFlight for a
 // live lock, Replay when completed. ok is false for an in-progress record
 // whose lock ran out: its owner died, and it decides nothing.
-func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time) (dynamostore.Outcome, bool) {
+func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time) (dynamostore.ClaimResult, bool) {
 	switch {
 	case !rec.MatchesFingerprint(req.Fingerprint):
 		return dynamostore.Mismatch, true
@@ -345,11 +345,11 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, 
 			case rerr != nil:
 				_ = h.store.Release(ctx, home)
 				return nil, rerr
-			case retired.Outcome == dynamostore.Acquired:
+			case retired.Result == dynamostore.Acquired:
 				s.observe(event(EventRetired, x, nil))
 				continue
 			}
-			out, rec = retired.Outcome, retired.Record
+			out, rec = retired.Result, retired.Record
 		}
 		if out == dynamostore.Replay {
 			if _, err := h.store.Commit(ctx, home, withMarker(*rec.Response, rec), nil); err != nil {
@@ -360,7 +360,7 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, 
 		} else {
 			_ = h.store.Release(ctx, home) // best effort: the lock expires after its lease
 		}
-		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+		return &dynamostore.Claim{Result: out, Record: userView(rec)}, nil
 	}
 	return userClaim(home), nil
 }
@@ -377,7 +377,7 @@ func (s *Store) retire(ctx context.Context, req idemkey.Request, x *region, scop
 	fr := req
 	fr.Scope = scope
 	c, err := x.store.Claim(ctx, fr)
-	if err != nil || c.Outcome != dynamostore.Acquired {
+	if err != nil || c.Result != dynamostore.Acquired {
 		return c, err
 	}
 	_ = x.store.Release(ctx, c)
@@ -400,7 +400,7 @@ func (s *Store) claimRegion(c *dynamostore.Claim) (*region, *dynamostore.Claim, 
 	if home := s.order(scope, rec.Key)[0]; home != r {
 		rec.Scope = failoverScope(scope, r.name)
 	}
-	return r, &dynamostore.Claim{Outcome: c.Outcome, Record: &rec}, nil
+	return r, &dynamostore.Claim{Result: c.Result, Record: &rec}, nil
 }
 
 // homeGet is Get in HomeRegion mode.

@@ -271,7 +271,7 @@ func (s *Store) reconcileKey(ctx context.Context, ts []Topology, scope, key stri
 			return nil
 		case err != nil:
 			return err
-		case c.Outcome == dynamostore.Acquired:
+		case c.Result == dynamostore.Acquired:
 			if cur, err = home.store.Commit(ctx, c, withMarker(*first.Response, first), nil); err != nil {
 				_ = home.store.Release(ctx, c)
 				rep.Pending = append(rep.Pending, name)
@@ -279,7 +279,7 @@ func (s *Store) reconcileKey(ctx context.Context, ts []Topology, scope, key stri
 			}
 			rep.Promoted++
 			s.observe(Event{Kind: EventPromoted, Scope: scope, Key: key, Home: home.name, Region: first.Region})
-		case c.Outcome == dynamostore.InFlight:
+		case c.Result == dynamostore.InFlight:
 			rep.Pending = append(rep.Pending, name)
 			return nil
 		default:

@@ -426,7 +426,7 @@ func TestFailoverRefusesScopesThatCouldCollideWithFailoverRecords(t *testing.T) 
 	// Without failover no failover record can exist: a NUL is allowed.
 	c, err := w.router(homeMode).Claim(ctx, idemkey.Request{Scope: "a\x00b", Key: "k", Fingerprint: fp("x")})
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 }
 
 func TestReconcileNeedsHomeModeAndScanners(t *testing.T) {
@@ -463,22 +463,22 @@ func TestStrongServesAnyRegionAndFallsBackWhenOneIsUnreachable(t *testing.T) {
 
 	c, err := a.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 	assert.Equal(t, "us-east-1", c.Record.Region)
 	inFlight, err := b.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.InFlight, inFlight.Outcome, "the other region sees the claim at once")
+	assert.Equal(t, dynamostore.InFlight, inFlight.Result, "the other region sees the claim at once")
 	_, err = a.Commit(ctx, c, idemkey.Response{Status: 201, Body: []byte("ok")}, nil)
 	require.NoError(t, err)
 	replay, err := b.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Replay, replay.Outcome)
+	assert.Equal(t, dynamostore.Replay, replay.Result)
 
 	w.cluster.CutOff("us-east-1")
 	req.Key = "k2"
 	c2, err := a.Claim(ctx, req)
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c2.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c2.Result)
 	assert.Equal(t, "eu-west-1", c2.Record.Region, "served by the next region")
 	assert.Equal(t, int64(1), w.counters.Count(multiregion.EventRegionFallback))
 	_, err = a.Commit(ctx, c2, idemkey.Response{Status: 201}, nil)
@@ -539,7 +539,7 @@ func TestStrongRetriesReplicatedWriteConflicts(t *testing.T) {
 	client.conflicts.Store(2)
 	c, err := s.Claim(ctx, idemkey.Request{Scope: tenant, Key: "k1", Fingerprint: fp("b")})
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 	assert.Equal(t, int64(3), client.puts.Load())
 	assert.Equal(t, int64(2), counters.Count(multiregion.EventConflictRetry))
 

@@ -91,5 +91,5 @@ func TestStrongTableCheckSkipsUnreachableRegions(t *testing.T) {
 	w.cluster.Restore("ap-southeast-2")
 	c, err := s.Claim(ctx, idemkey.Request{Scope: tenant, Key: "k", Method: "POST", Path: "/p", Fingerprint: fp("a")})
 	require.NoError(t, err)
-	assert.Equal(t, dynamostore.Acquired, c.Outcome)
+	assert.Equal(t, dynamostore.Acquired, c.Result)
 }

@@ -608,7 +608,7 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 		return nil, failClosed(rt.home, err)
 	case err != nil:
 		return nil, err
-	case c.Outcome != dynamostore.Acquired:
+	case c.Result != dynamostore.Acquired:
 		return userClaim(c), nil
 	case rt.other == nil:
 		return acquired(c)
@@ -623,7 +623,7 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 		return nil, err
 	case out == nil:
 		return acquired(c)
-	case out.Outcome == dynamostore.Replay:
+	case out.Result == dynamostore.Replay:
 		// Copy the consulted home's response into the active home, so
 		// that retries are answered there too. On failure the claim is
 		// left to its lease: its delete, replicated into the other home,
@@ -675,13 +675,13 @@ func (s *Store) consult(ctx context.Context, req idemkey.Request, other *region,
 		return nil, nil
 	}
 	if out, ok := decideExisting(rec, req, other.store.Options().Now()); ok {
-		return &dynamostore.Claim{Outcome: out, Record: userView(rec)}, nil
+		return &dynamostore.Claim{Result: out, Record: userView(rec)}, nil
 	}
 	c, err := other.store.Claim(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if c.Outcome != dynamostore.Acquired {
+	if c.Result != dynamostore.Acquired {
 		return userClaim(c), nil
 	}
 	if err := other.store.Release(ctx, c); err != nil {

@@ -43,7 +43,7 @@ func stuckRecord(t *testing.T, ep *localstack.Endpoint, table, scope, key string
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: scope, Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 }
 
 func recordExists(t *testing.T, ep *localstack.Endpoint, table, scope, key string) bool {

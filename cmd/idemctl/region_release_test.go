@@ -35,7 +35,7 @@ func stuckRecordIn(t *testing.T, ep *localstack.Endpoint, table, region, scope, 
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: scope, Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 }
 
 // On an MREC global table a region's records are deleted only in that

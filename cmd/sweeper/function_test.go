@@ -67,7 +67,7 @@ func (fx *fixture) claim(t *testing.T, key string, at time.Time, lease, retentio
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 	if complete {
 		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
 		require.NoError(t, err)

@@ -45,7 +45,7 @@ func measureRecord(t *testing.T, ep *localstack.Endpoint, keys, payments string,
 	fp := sha256.Sum256([]byte(key))
 	c, err := store.Claim(ctx, dynamostore.Request{Scope: "tenant-1", Key: key, Method: http.MethodPost, Path: "/payments", Fingerprint: fp[:]})
 	require.NoError(t, err)
-	require.Equal(t, dynamostore.Acquired, c.Outcome)
+	require.Equal(t, dynamostore.Acquired, c.Result)
 	raw := func() map[string]types.AttributeValue {
 		out, err := ep.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &keys, ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{dynamostore.PartitionKey: s(keyschema.PartitionKey("tenant-1", key))}})
