@@ -102,9 +102,8 @@ request = function()
 end
 LUA
 # The same with the shape of a guarded commit: a TransactWriteItems of the
-# key record and the payment. The front applies it item by item, so its
-# cost does not depend on the size of the tables (minidyn's own
-# TransactWriteItems, Options.DisableItemTransactions, copies them).
+# key record and the payment; the emulator applies it item by item, so its
+# cost does not depend on the size of the tables.
 cat >"$tmp/transact.lua" <<'LUA'
 local n = 0
 local thread_id = 0
