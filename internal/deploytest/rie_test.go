@@ -85,6 +85,68 @@ func invokeHTTP(t *testing.T, f *Function, ev events.APIGatewayV2HTTPRequest) ev
 	return resp
 }
 
+// restSampleEvent is sampleEvent for aws-lambda-go's REST API sample
+// (payload format 1.0), whose authorizer names the principal "admin";
+// without authorizer, the sample's authorizer and identity are left out.
+func restSampleEvent(t *testing.T, authorizer bool, body string, headers map[string]string) events.APIGatewayProxyRequest {
+	t.Helper()
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "events", "testdata", "apigw-request.json"))
+	require.NoError(t, err)
+	var ev events.APIGatewayProxyRequest
+	require.NoError(t, json.Unmarshal(raw, &ev))
+	ev.Resource, ev.Path, ev.HTTPMethod, ev.Body, ev.IsBase64Encoded = "/payments", "/payments", "POST", body, false
+	ev.RequestContext.ResourcePath, ev.RequestContext.Path, ev.RequestContext.HTTPMethod = "/payments", "/payments", "POST"
+	ev.QueryStringParameters, ev.MultiValueQueryStringParameters, ev.PathParameters = nil, nil, nil
+	if !authorizer {
+		ev.RequestContext.Authorizer = nil
+		ev.RequestContext.Identity = events.APIGatewayRequestIdentity{SourceIP: ev.RequestContext.Identity.SourceIP, UserAgent: ev.RequestContext.Identity.UserAgent}
+	}
+	ev.Headers, ev.MultiValueHeaders = map[string]string{}, nil
+	for k, v := range headers {
+		ev.Headers[k] = v
+	}
+	return ev
+}
+
+func invokeREST(t *testing.T, f *Function, ev events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
+	t.Helper()
+	out, err := f.Invoke(context.Background(), ev)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), `"errorType"`, "the function failed: %s", out)
+	var resp events.APIGatewayProxyResponse
+	require.NoError(t, json.Unmarshal(out, &resp), string(out))
+	return resp
+}
+
+// The same bootstrap behind a REST API (PAYLOAD_FORMAT=1.0), on
+// aws-lambda-go's REST sample: without an authorizer the bearer token is
+// the caller, executed once and its retry replayed; behind the sample's
+// authorizer the caller is its principal, so another token of that
+// principal is the same caller's retry.
+func TestPaymentsBootstrapUnderTheEmulatorBehindARESTAPI(t *testing.T) {
+	s := ForTest(t, nil)
+	f := underEmulator(t, s, "PaymentsFunction", map[string]string{"PAYLOAD_FORMAT": "1.0"}, 0)
+	paymentsBefore := items(t, s, "PaymentsTable")
+	headers := map[string]string{"Idempotency-Key": `"rie-rest"`, "Content-Type": "application/json", "Authorization": "Bearer rest-caller-1"}
+	first := invokeREST(t, f, restSampleEvent(t, false, paymentBody, headers))
+	require.Equal(t, 201, first.StatusCode, first.Body)
+	retry := invokeREST(t, f, restSampleEvent(t, false, paymentBody, headers))
+	assert.Equal(t, 201, retry.StatusCode)
+	assert.Equal(t, []string{"true"}, retry.MultiValueHeaders["Idempotent-Replayed"], "the REST door answers multi-value headers")
+	assert.JSONEq(t, first.Body, retry.Body)
+
+	headers["Idempotency-Key"] = `"rie-rest-authorizer"`
+	admin := invokeREST(t, f, restSampleEvent(t, true, paymentBody, headers))
+	require.Equal(t, 201, admin.StatusCode, admin.Body)
+	headers["Authorization"] = "Bearer another-token-of-admin"
+	again := invokeREST(t, f, restSampleEvent(t, true, paymentBody, headers))
+	assert.Equal(t, []string{"true"}, again.MultiValueHeaders["Idempotent-Replayed"], "the authorizer's principal is the caller, not the token")
+	assert.JSONEq(t, admin.Body, again.Body)
+	assert.Equal(t, paymentsBefore+2, items(t, s, "PaymentsTable"), "two payments: one per key")
+}
+
 // items counts a table's items (a consistent scan).
 func items(t *testing.T, s *Stack, table string) int {
 	t.Helper()

@@ -1,8 +1,8 @@
 // Command payments-lambda serves idemkey's example payments API
 // (examples/payments/paymentsapi) as an AWS Lambda function behind an API
-// Gateway HTTP API (payload format 2.0), through the lambda package's
-// front door: every POST /payments is guarded by idemkey exactly as behind
-// net/http.
+// Gateway HTTP API (payload format 2.0, as the template deploys it) or a
+// REST API (PAYLOAD_FORMAT=1.0), through the lambda package's front doors:
+// every POST /payments is guarded by idemkey exactly as behind net/http.
 //
 // It creates no tables unless CREATE_TABLES says so. Configuration, from
 // the environment:
@@ -22,6 +22,8 @@
 //	EXPIRY_INDEX   "true": the key table has the expiry index and is swept
 //	               by it (dynamostore.Options.ExpiryIndex; the template's
 //	               SweepMode index sets it); default "false"
+//	PAYLOAD_FORMAT "2.0" (default): API Gateway HTTP API events; "1.0":
+//	               REST API (and HTTP API payload 1.0) events
 //	CREATE_TABLES  "true": create both tables at start when they are
 //	               missing (key table with TTL on, both on-demand), for
 //	               runs on a laptop against an emulator; a deployed
@@ -89,17 +91,32 @@ func main() {
 	// One EMF line per invocation on stdout: the template's dashboard and
 	// its lock-lost and unavailable alarms read these metrics.
 	cfg.Observer = idemlambda.NewMetrics(os.Stdout)
-	lambda.Start(newFunction(client, cfg))
+	if os.Getenv("PAYLOAD_FORMAT") == "1.0" {
+		lambda.Start(newRESTFunction(client, cfg))
+	} else {
+		lambda.Start(newFunction(client, cfg))
+	}
 }
 
 // newFunction returns the function: the payments API behind the HTTP API
 // front door.
 func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc {
+	return idemlambda.NewAPIGatewayV2(verifiedCaller(paymentsapi.NewHandler(client, withDeadlineLease(cfg))))
+}
+
+// newRESTFunction returns the function behind the REST API front door
+// (payload format 1.0).
+func newRESTFunction(client paymentsapi.Client, cfg paymentsapi.Config) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	return idemlambda.NewAPIGatewayV1(verifiedCaller(paymentsapi.NewHandler(client, withDeadlineLease(cfg))))
+}
+
+// withDeadlineLease makes the lease follow the invocation unless the
+// configuration sets one: its remaining time plus a margin.
+func withDeadlineLease(cfg paymentsapi.Config) paymentsapi.Config {
 	if cfg.LeaseFromRequest == nil && cfg.Lease == 0 {
-		// The lease follows the invocation: its remaining time plus a margin.
 		cfg.LeaseFromRequest = handler.LeaseFromDeadline(idemlambda.DefaultLeaseMargin)
 	}
-	return idemlambda.NewAPIGatewayV2(verifiedCaller(paymentsapi.NewHandler(client, cfg)))
+	return cfg
 }
 
 // verifiedCaller passes on, in place of the bearer token, the identity
@@ -115,11 +132,13 @@ func newFunction(client paymentsapi.Client, cfg paymentsapi.Config) handlerFunc 
 func verifiedCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, err := idemlambda.Scope(r)
-		switch ev, _ := idemlambda.APIGatewayV2Event(r.Context()); {
+		v2, _ := idemlambda.APIGatewayV2Event(r.Context())
+		v1, _ := idemlambda.APIGatewayV1Event(r.Context())
+		switch {
 		case err == nil:
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", "Bearer "+caller)
-		case ev != nil && ev.RequestContext.Authorizer != nil:
+		case v2 != nil && v2.RequestContext.Authorizer != nil, v1 != nil && len(v1.RequestContext.Authorizer) > 0:
 			problem.Write(w, problem.New(http.StatusUnauthorized, problem.Unauthorized, "Caller not identified",
 				"The route's authorizer names no caller identity this function reads: "+err.Error()), 0)
 			return
@@ -136,6 +155,11 @@ func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
 	}
 	if len(cfg.Region) > dynamostore.MaxSweepRegionLen {
 		return cfg, fmt.Errorf("WRITER_REGION is %d bytes, more than %d: no sweeper of that region could evict its records", len(cfg.Region), dynamostore.MaxSweepRegionLen)
+	}
+	switch v := getenv("PAYLOAD_FORMAT"); v {
+	case "", "1.0", "2.0":
+	default:
+		return cfg, fmt.Errorf("PAYLOAD_FORMAT=%q: must be \"1.0\" or \"2.0\"", v)
 	}
 	switch v := getenv("EXPIRY_INDEX"); v {
 	case "", "false":

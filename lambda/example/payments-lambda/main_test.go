@@ -120,4 +120,13 @@ func TestConfigurationFromTheEnvironment(t *testing.T) {
 	env["EXPIRY_INDEX"] = "yes"
 	_, err = configFrom(get)
 	assert.ErrorContains(t, err, "EXPIRY_INDEX")
+	env["EXPIRY_INDEX"] = ""
+	for _, v := range []string{"1.0", "2.0"} {
+		env["PAYLOAD_FORMAT"] = v
+		_, err = configFrom(get)
+		assert.NoError(t, err, "PAYLOAD_FORMAT=%s", v)
+	}
+	env["PAYLOAD_FORMAT"] = "1"
+	_, err = configFrom(get)
+	assert.ErrorContains(t, err, "PAYLOAD_FORMAT", "a typo must not start the wrong front door")
 }
