@@ -57,12 +57,8 @@ func underEmulator(t *testing.T, s *Stack, function string, extra map[string]str
 // headers and body given, the rest as the sample has it.
 func sampleEvent(t *testing.T, name, method, path, body string, headers map[string]string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
-	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "events", "testdata", name))
-	require.NoError(t, err)
 	var ev events.APIGatewayV2HTTPRequest
-	require.NoError(t, json.Unmarshal(raw, &ev))
+	readSample(t, name, &ev)
 	ev.RouteKey, ev.RawPath, ev.RawQueryString, ev.Body, ev.IsBase64Encoded = method+" "+path, path, "", body, false
 	ev.RequestContext.RouteKey, ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = ev.RouteKey, method, path
 	if ev.Headers == nil {
@@ -75,14 +71,32 @@ func sampleEvent(t *testing.T, name, method, path, body string, headers map[stri
 	return ev
 }
 
-func invokeHTTP(t *testing.T, f *Function, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+// invoke sends an API Gateway event to f and decodes its answer as Resp;
+// an answer that is a function error fails the test.
+func invoke[Resp any](t *testing.T, f *Function, ev any) Resp {
 	t.Helper()
 	out, err := f.Invoke(context.Background(), ev)
 	require.NoError(t, err)
 	require.NotContains(t, string(out), `"errorType"`, "the function failed: %s", out)
-	var resp events.APIGatewayV2HTTPResponse
+	var resp Resp
 	require.NoError(t, json.Unmarshal(out, &resp), string(out))
 	return resp
+}
+
+func invokeHTTP(t *testing.T, f *Function, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	return invoke[events.APIGatewayV2HTTPResponse](t, f, ev)
+}
+
+// readSample decodes one of aws-lambda-go's sample events (events/testdata
+// in its module) into ev, as it is.
+func readSample(t *testing.T, name string, ev any) {
+	t.Helper()
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "events", "testdata", name))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, ev))
 }
 
 // restSampleEvent is sampleEvent for aws-lambda-go's REST API sample
@@ -90,12 +104,8 @@ func invokeHTTP(t *testing.T, f *Function, ev events.APIGatewayV2HTTPRequest) ev
 // without authorizer, the sample's authorizer and identity are left out.
 func restSampleEvent(t *testing.T, authorizer bool, body string, headers map[string]string) events.APIGatewayProxyRequest {
 	t.Helper()
-	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-lambda-go").Output()
-	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "events", "testdata", "apigw-request.json"))
-	require.NoError(t, err)
 	var ev events.APIGatewayProxyRequest
-	require.NoError(t, json.Unmarshal(raw, &ev))
+	readSample(t, "apigw-request.json", &ev)
 	ev.Resource, ev.Path, ev.HTTPMethod, ev.Body, ev.IsBase64Encoded = "/payments", "/payments", "POST", body, false
 	ev.RequestContext.ResourcePath, ev.RequestContext.Path, ev.RequestContext.HTTPMethod = "/payments", "/payments", "POST"
 	ev.QueryStringParameters, ev.MultiValueQueryStringParameters, ev.PathParameters = nil, nil, nil
@@ -112,12 +122,7 @@ func restSampleEvent(t *testing.T, authorizer bool, body string, headers map[str
 
 func invokeREST(t *testing.T, f *Function, ev events.APIGatewayProxyRequest) events.APIGatewayProxyResponse {
 	t.Helper()
-	out, err := f.Invoke(context.Background(), ev)
-	require.NoError(t, err)
-	require.NotContains(t, string(out), `"errorType"`, "the function failed: %s", out)
-	var resp events.APIGatewayProxyResponse
-	require.NoError(t, json.Unmarshal(out, &resp), string(out))
-	return resp
+	return invoke[events.APIGatewayProxyResponse](t, f, ev)
 }
 
 // The same bootstrap behind a REST API (PAYLOAD_FORMAT=1.0), on
