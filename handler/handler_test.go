@@ -400,7 +400,7 @@ func TestStuckLockIsReclaimedAfterLeaseOverHTTP(t *testing.T) {
 }
 
 func TestConcurrentDuplicatesExecuteOncePerKey(t *testing.T) {
-	const goroutines, keys = 32, 100
+	const goroutines, keys = 16, 50
 	h := newHarness(t)
 	h.setInner(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Millisecond) // widen the window for duplicates
