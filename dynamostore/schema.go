@@ -63,9 +63,6 @@ type KeySchema struct {
 // internal converts s to the internal schema with its defaults.
 func (s KeySchema) internal() keyschema.Schema { return keyschema.Schema(s).WithDefaults() }
 
-// withDefaults returns s with its defaults filled in.
-func (s KeySchema) withDefaults() KeySchema { return KeySchema(s.internal()) }
-
 // recordAttributes are the attribute names of a key record besides the
 // key and TTL attributes; a schema must not name any of them.
 var recordAttributes = []string{

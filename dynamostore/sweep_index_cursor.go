@@ -159,13 +159,8 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	switch {
-	case c.Table != table:
-		return nil, fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
-	case c.Region != region && region == "":
-		return nil, fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, c.Region)
-	case c.Region != region:
-		return nil, fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
+	if err := checkCursorOwner(c.Table, c.Region, table, region); err != nil {
+		return nil, err
 	}
 	for i, sh := range c.Shards {
 		if err := checkCursorKey(sh.After); err != nil {
