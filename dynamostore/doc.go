@@ -50,9 +50,8 @@
 // JSON response's Content-Type takes 2 bytes with the attribute's name.
 //
 // A completed record of a 16-character key with a 200-byte JSON response
-// takes about 296 bytes, its in-progress record 96 (BENCHMARKS.md), so
-// that the record of a response up to about 900 bytes fits the 1 KB of
-// one write unit.
+// takes about 296 bytes (BENCHMARKS.md): a response up to about 900 bytes
+// fits the 1 KB of one write unit.
 //
 // That is the default KeySchema, for a table of key records only. On a
 // table shared with the application's items (Options.Schema), pk and exp
@@ -66,15 +65,12 @@
 // prefix and the marker, and a claim overwrites only an item with the
 // marker, so the application's items are never touched (see KeySchema).
 //
-// A record whose exp lies in the past is absent for every read and every
-// condition of this package, whether or not DynamoDB's TTL process has
-// deleted it yet (that can take days). A claim sets exp to the end of its
-// lock plus the retention (see Options.Retention), and its commit keeps
-// it, so an in-progress record's exp is always after the end of its lock:
-// neither a claim, nor the sweeper, nor TTL takes a live lock; and an
-// in-progress record under a live lock stands for every condition of this
-// package even past its exp, so that no condition relies on how exp was
-// written.
+// A record whose exp lies in the past is absent for every read and
+// condition of this package, whether or not TTL has deleted it yet. A
+// claim sets exp to the end of its lock plus the retention (see
+// Options.Retention), and its commit keeps it; and an in-progress record
+// under a live lock stands for every condition even past its exp. So
+// neither a claim, nor the sweeper, nor TTL takes a live lock.
 //
 // # DynamoDB calls per outcome
 //
@@ -88,41 +84,15 @@
 // # Sweeping
 //
 // DynamoDB's TTL process deletes expired records late (often days) and
-// without a trace. Sweeper evicts them on a schedule you control and says
-// what it did: a parallel Scan (Segment/TotalSegments) reading only pk,
-// exp, the state, the lock token and expiry, the claim time and the
-// region, in bounded pages under a rate
-// limit and a time budget. An expired record is deleted under the
-// condition exp < now and not in progress under a live lock (a key
-// re-claimed since survives and counts as skipped); a stuck in-progress
-// record whose lock expired is deleted under
-// the condition that the same claim still holds it with its lock expired
-// (the reclaim of a dead owner's key). A pass stopped by its budget returns
-// a cursor, which Sweep takes back, or which Resume keeps in the table
-// under a reserved key that no key record has.
-// Cost: one Scan per page, one DeleteItem per removed record.
-//
-// A Scan reads the whole table, so its cost grows with the live records.
-// In SweepIndex mode (SweepOptions.Mode) the sweeper reads instead a
-// global secondary index, ExpiryIndexName, that EnsureExpiryIndex adds
-// to the table: keyed by exp_bucket and sorted by exp, it holds every
-// record of a store with Options.ExpiryIndex in one of 32 shards, so that the expired records are read
-// without the live ones. A run then costs read units in proportion to the
-// expired records plus 64 small queries, and the index costs two write
-// units per request over a record's life, one at the claim and one at
-// the eviction (see EnsureExpiryIndex). Stuck records are read there once
-// their exp passed, not as soon as their lock expired (see SweepMode).
-// Records without exp_bucket (older than the index, or written by a store
-// without Options.ExpiryIndex) are found by a scan that the index sweep
-// runs until a whole scan finds none, and then once a day.
+// without a trace. Sweeper evicts them on a schedule you control and
+// reports what it did, deleting each expired or stuck record with a
+// conditional DeleteItem that spares a record claimed again since. It
+// reads the table with a parallel Scan (SweepScan) or reads the expiry
+// index (SweepIndex, see SweepMode), in bounded pages under a rate limit
+// and a time budget; a pass stopped by its budget returns a cursor, which
+// Sweep takes back or Resume keeps in the table.
 //
 // This package is not an HTTP middleware and makes no decision about what
 // to send a client: see the idemkey package for the protocol and the
 // handler and lambda packages for the front doors.
-//
-// The public surface: Store (New, EnsureTable, EnsureSchemaTable,
-// EnsureTableWithoutTTL) with its Options and KeySchema, the record types (Request, Response, Record, Claim), the
-// Sweeper (NewSweeper, Sweep, Resume) with SweepOptions, SweepMode and
-// SweepReport, the expiry index (EnsureExpiryIndex, ExpiryBucket), the
-// limits and attribute names, and the errors.
 package dynamostore

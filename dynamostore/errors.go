@@ -44,17 +44,14 @@ var (
 
 // StoreError reports a DynamoDB call that failed for a reason other than a
 // condition: the service was unreachable, throttled beyond the SDK's
-// retries, or rejected the request. Err is the SDK's error. Class tells a
-// failure that a retry may overcome from one that it meets again.
-//
-// A StoreError on a write does not say whether the write was applied: a
-// timeout can arrive after DynamoDB applied it. The fences of this package
-// make every write safe to repeat.
+// retries, or rejected the request. Err is the SDK's error; Class tells a
+// failure a retry may overcome from one it meets again. A failed write may
+// have been applied (a timeout can follow it); the fences make every write
+// safe to repeat.
 //
 // LockToken is set on the failure of a write of a key record (a claim, a
-// commit, CommitFirst): the lock token of the record it tried to write. A
-// record read back with this token was written by this call, whoever else
-// holds the same key and fingerprint.
+// commit, CommitFirst): a record read back with this token was written by
+// this call.
 type StoreError struct {
 	Op        string // the DynamoDB operation, e.g. "PutItem"
 	Err       error

@@ -31,21 +31,16 @@ const (
 	StateCompleted State = "completed"
 )
 
-// The attributes of a key table on the default KeySchema, which its users
-// and templates name.
+// The attributes of a key table on the default KeySchema.
 const (
-	// TTLAttribute is the record's expiry attribute on the default
-	// KeySchema, a Number of epoch seconds. EnsureTable enables DynamoDB
-	// TTL on it; deploy templates must name the same attribute.
+	// TTLAttribute is the record's expiry attribute, a Number of epoch
+	// seconds, on which EnsureTable enables TTL.
 	TTLAttribute = keyschema.DefaultTTLAttribute
-	// PartitionKey is the table's only key attribute on the default
-	// KeySchema, a String.
+	// PartitionKey is the table's only key attribute, a String.
 	PartitionKey = keyschema.DefaultPartitionKey
 )
 
-// Attribute names of a key record; the key and TTL attributes are the
-// schema's. The doc comment of the package lists what each holds and when
-// it is written.
+// Attribute names of a key record (see the package doc).
 const (
 	attrVersion  = "v"
 	attrMethod   = "m"
@@ -80,10 +75,8 @@ const (
 	// FingerprintSize is the length of a request fingerprint (SHA-256).
 	FingerprintSize = 32
 	// StoredFingerprintSize is the length of the part of a fingerprint a
-	// record stores: its first 16 bytes (128 bits). Two different requests
-	// with one key pass for the same one only if their digests agree on
-	// these bytes: a chance of 2^-128 for requests not built to collide,
-	// the bound of a collision of SHA-256 itself.
+	// record stores: its first 16 bytes. Two requests with one key pass
+	// for the same one with a chance of 2^-128, SHA-256's collision bound.
 	StoredFingerprintSize = 16
 	// LockTokenSize is the length in bytes of a claim's random lock
 	// token; Record.LockToken holds it in unpadded base64url (11
@@ -98,18 +91,13 @@ type Request struct {
 	Scope string
 	// Key is the client's idempotency key. It must not be empty.
 	Key string
-	// Method and Path record what the key was first used for. They are
-	// stored for operators; the fingerprint is what is compared. They hold
-	// at most MaxMethodBytes and MaxPathBytes bytes. DynamoDB strings are
-	// UTF-8: bytes that are not are stored as U+FFFD, and the Record a
-	// claim returns holds them so.
+	// Method and Path record, for operators, what the key was first used
+	// for (at most MaxMethodBytes and MaxPathBytes); bytes that are not
+	// UTF-8 are stored, and returned, as U+FFFD.
 	Method, Path string
-	// Fingerprint identifies the request's content: FingerprintSize
-	// bytes (a SHA-256 digest), of which the record stores the first
-	// StoredFingerprintSize; the StoredFingerprintSize bytes of a Record's
-	// Fingerprint are accepted too, and stand for the request that record
-	// was written for. A later request with the same key and another
-	// fingerprint is a mismatch.
+	// Fingerprint identifies the request's content: FingerprintSize bytes
+	// (a SHA-256 digest), or a Record's StoredFingerprintSize bytes. A
+	// later request with the key and another fingerprint is a mismatch.
 	Fingerprint []byte
 	// Lease overrides the store's lock lease for this claim when positive.
 	Lease time.Duration
@@ -138,10 +126,9 @@ type Record struct {
 	State       State
 	// Response is set for completed records.
 	Response *Response
-	// LockToken is the owner token of the claim that created the record,
-	// LockTokenSize random bytes in unpadded base64url. A completed record
-	// keeps it: it tells a commit or a claim repeated after a lost answer
-	// its own record from another claim's.
+	// LockToken is the claim's owner token, LockTokenSize random bytes in
+	// unpadded base64url, kept once completed so that a repeated commit or
+	// claim knows its own record.
 	LockToken string
 	// LockExpires is when an in-progress record may be reclaimed. A
 	// completed record read back holds it only on a table with the expiry
@@ -151,29 +138,24 @@ type Record struct {
 	// Completed is when the record was completed (zero when in progress).
 	Completed time.Time
 	// Expires is the record's exp, a whole second: the record is absent
-	// from the second after it on (once now.Unix() > Expires.Unix()),
-	// except an in-progress record whose lock has not expired. An
-	// in-progress record's Expires is never before its LockExpires
-	// rounded up to the second.
+	// once now.Unix() > Expires.Unix(), except in progress under a live
+	// lock. An in-progress record's is never before its LockExpires.
 	Expires time.Time
 	// Region is the region that wrote the record, when the store names one.
 	Region string
 
-	// commit is shared by the copies of an acquired claim's record: it
-	// remembers the completion time of the claim's first commit attempt.
-	commit *commitMemo
+	commit *commitMemo // shared by the copies of an acquired claim's record
 }
 
 // commitMemo remembers the completion time of a claim's first commit
-// attempt, so that a repeat encodes the same item (see Store.Commit).
+// attempt, so that a repeat encodes the same item.
 type commitMemo struct {
 	mu sync.Mutex
 	at time.Time
 }
 
-// completion returns the completion time of the commit of the claim that
-// holds m: the time of its first attempt, now for the first one. A nil
-// memo (a claim built by hand) gives now.
+// completion returns the time of the first attempt (now for the first, or
+// for a nil memo: a claim built by hand).
 func (m *commitMemo) completion(now time.Time) time.Time {
 	if m == nil {
 		return now
@@ -203,11 +185,8 @@ func storedFingerprint(fp []byte) []byte {
 	return bytes.Clone(fp[:min(len(fp), StoredFingerprintSize)])
 }
 
-// liveAt reports whether the record stands at now for every read and
-// condition of this package: its exp second has not passed, or it is in
-// progress under a lock that has not expired (a record written before exp
-// covered its lock, kept until its owner may be dead). The claim condition
-// and the sweeper's eviction condition say the same in DynamoDB's terms.
+// liveAt reports whether the record stands at now, as the claim and
+// eviction conditions say: exp not passed, or in progress under a live lock.
 func (r *Record) liveAt(now time.Time) bool {
 	if r.Expires.Unix() >= now.Unix() {
 		return true
@@ -233,11 +212,9 @@ func attrN(n int64) types.AttributeValue {
 }
 func attrB(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
 
-// baseItem encodes the attributes shared by both states: for a completed
-// record, without the lock's expiry unless the table has the expiry index
-// (which projects it, and a commit must leave the index entry as the
-// claim wrote it). Its values are allocated together: an item is built
-// on every request.
+// baseItem encodes the attributes of both states (a completed record's
+// lock expiry only with the expiry index, which projects it). Its values
+// are allocated together: an item is built on every request.
 func (l *layout) baseItem(r *Record) map[string]types.AttributeValue {
 	strs := make([]types.AttributeValueMemberS, 6)
 	nums := make([]types.AttributeValueMemberN, 4)
@@ -304,10 +281,9 @@ func newLockToken() string {
 
 var lockEncoding = base64.RawURLEncoding.Strict()
 
-// lockValue returns the stored form of a lock token: the bytes it encodes
-// (a Binary), or the token itself (a String) when it is not the canonical
-// base64url form of any bytes (a token of a claim built by hand). Equal
-// tokens give equal values, so conditions on it compare tokens.
+// lockValue returns a lock token's stored form: the bytes it encodes, or
+// the token as a String when it is not canonical base64url (a claim built
+// by hand). Equal tokens give equal values.
 func lockValue(token string) types.AttributeValue {
 	if b, err := lockEncoding.DecodeString(token); err == nil && len(b) > 0 && lockEncoding.EncodeToString(b) == token {
 		return &types.AttributeValueMemberB{Value: b}
@@ -583,9 +559,8 @@ func valueSize(v types.AttributeValue) int {
 	}
 }
 
-// decode decodes and validates an item. It never panics; anything that is
-// not a well-formed record of this package in the layout is a
-// *RecordError.
+// decode decodes and validates an item; anything else than a record of
+// the layout is a *RecordError.
 func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	var r Record
 	pk, err := getS(item, l.PartitionKey)
@@ -666,17 +641,13 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 	return &r, nil
 }
 
-// The bounds the decoder holds a stored response to, and checkResponse a
-// response before it is stored: a record is never written that its reader
-// would refuse.
+// The bounds of a stored response, for the decoder and checkResponse alike.
 const (
 	minStatus, maxStatus = 100, 999
 	maxOmittedBody       = 1 << 40
 )
 
-// checkResponse refuses a response a completed record could not be read
-// back with: its status outside 100 to 999, or a BodyOmitted below zero or
-// above 1 TiB.
+// checkResponse refuses a response a record could not be read back with.
 func checkResponse(resp Response) error {
 	if resp.Status < minStatus || resp.Status > maxStatus {
 		return fmt.Errorf("%w: response status %d is not an HTTP status (%d to %d)", ErrInvalidRequest, resp.Status, minStatus, maxStatus)

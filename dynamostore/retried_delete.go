@@ -9,9 +9,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// countAttempts returns an option of one call that counts in *n the
-// attempts the SDK makes of it, its retries included. A client that
-// ignores the call's options leaves *n at zero.
+// countAttempts counts in *n the attempts the SDK makes of one call.
 func countAttempts(n *int) func(*dynamodb.Options) {
 	return func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
@@ -25,17 +23,13 @@ func countAttempts(n *int) func(*dynamodb.Options) {
 	}
 }
 
-// itemGetter reads one item.
 type itemGetter interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 }
 
-// deletedByEarlierAttempt reports whether a conditional delete whose
-// condition failed had deleted its item on an earlier attempt: the SDK
-// sent it more than once (an attempt's answer was lost: a timeout, a 5xx
-// after DynamoDB applied it), and a consistent read finds the item gone.
-// A delete sent once, or whose item is still there (or whose read fails),
-// did not. It returns the capacity the read consumed, nil without a read.
+// deletedByEarlierAttempt reports whether a delete whose condition failed
+// had deleted its item on an earlier attempt: sent more than once, and a
+// consistent read finds the item gone. It returns the read's capacity.
 func deletedByEarlierAttempt(ctx context.Context, client itemGetter, in *dynamodb.DeleteItemInput, attempts int) (bool, *types.ConsumedCapacity) {
 	if attempts < 2 {
 		return false, nil

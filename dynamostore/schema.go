@@ -11,7 +11,7 @@ import (
 // KeySchema says where key records live in a table and how (scope, key)
 // maps onto its primary key. The zero value is the layout of a dedicated
 // key table: partition key "pk" (PartitionKey), no sort key, TTL on "exp"
-// (TTLAttribute), records encoded exactly as before the schema existed.
+// (TTLAttribute).
 //
 // On a table shared with the application's own items (single-table
 // design), set the table's key attribute names, its TTL attribute and a
@@ -20,26 +20,18 @@ import (
 //	Prefix + "#" + len(scope) + ":" + scope + key
 //
 // (the length in decimal), and its sort key, if the table has one, is the
-// constant SortKeyValue. Records spread over partitions as the keys do; no
-// partition is hot. Key records and the application's items are disjoint
-// when no item of the application has a partition key value that begins
-// with Prefix + "#" and, on a table with a sort key, SortKeyValue as its
-// sort key: pick a Prefix the application never uses (for example
-// "idemkey"). As Prefix holds no '#', two stores with different prefixes
-// never address each other's records either; and as it holds no ':', no
-// value of a schema with a Prefix is a value of one without (which begins
-// with decimal digits and ':'), so a store with a Prefix and one without
-// on the same table never address each other's records.
+// constant SortKeyValue. Key records and the application's items are
+// disjoint when no application item's partition key value begins with
+// Prefix + "#" (with SortKeyValue as its sort key, on a table with one):
+// pick a Prefix the application never uses, such as "idemkey". As a
+// Prefix holds no '#' nor ':', stores with different prefixes, or with a
+// Prefix and without, never address each other's records.
 //
 // On a schema with a Prefix, every record also carries the String
-// attribute "idemkey" (the record format), and the sweeper deletes an item
-// only if its key begins with Prefix + "#" and it has that attribute: both
-// are part of every delete's condition, so an application item is never
-// deleted, whatever its TTL attribute says.
-//
-// The TTL attribute is shared with the application's items on a shared
-// table (a table has one TTL attribute): key records write epoch seconds
-// there, as DynamoDB's TTL requires.
+// attribute "idemkey", and every delete of the sweeper is conditioned on
+// it and on the Prefix: an application item is never deleted, whatever
+// its TTL attribute says. Key records write epoch seconds in the TTL
+// attribute, which they share with the application's items.
 type KeySchema struct {
 	// PartitionKey is the name of the table's partition key, a String
 	// (default "pk").
@@ -62,9 +54,6 @@ type KeySchema struct {
 
 // internal converts s to the internal schema with its defaults.
 func (s KeySchema) internal() keyschema.Schema { return keyschema.Schema(s).WithDefaults() }
-
-// withDefaults returns s with its defaults filled in.
-func (s KeySchema) withDefaults() KeySchema { return KeySchema(s.internal()) }
 
 // recordAttributes are the attribute names of a key record besides the
 // key and TTL attributes; a schema must not name any of them.
@@ -106,9 +95,7 @@ var markerValue = &types.AttributeValueMemberS{Value: recordFormat}
 // calls share; the SDK only reads them.
 type layout struct {
 	keyschema.Schema
-	// indexed: records carry what the expiry index keys and projects
-	// (Options.ExpiryIndex).
-	indexed        bool
+	indexed        bool // Options.ExpiryIndex
 	claimCondition string
 	claimNames     map[string]string
 }

@@ -14,17 +14,15 @@ import (
 )
 
 // CommitStaged writes the actions staged on tx in one TransactWriteItems
-// without a key record: all of them or none. It is the commit of a request
-// that carries no key; nothing records the request, so a repeat of it
-// executes again. It makes no call when tx holds no actions.
+// without a key record, all or none: the commit of a request that carries
+// no key (a repeat of it executes again). It makes no call when tx holds
+// no actions.
 //
-// Errors: those of Commit's transaction (*txn.ConditionFailedError, whose
-// Index counts from the first staged action, *txn.ConflictError,
-// *txn.ValidationError, *txn.CanceledError, txn.ErrTooManyActions above
-// MaxActions actions, without a call, as is a *txn.ValidationError for a
-// staged Put, Update or Delete of an item of the Store's key records: in
-// its table and namespace), or a *StoreError when the call
-// failed; after a timeout or a 5xx the outcome is unknown.
+// Errors: those of Commit's transaction (a *txn.ConditionFailedError's
+// Index counts from the first staged action; txn.ErrTooManyActions above
+// txn.MaxActions and a *txn.ValidationError for a staged write of the
+// Store's key records come without a call), or a *StoreError when the
+// call failed: after a timeout or a 5xx the outcome is unknown.
 func (s *Store) CommitStaged(ctx context.Context, tx *txn.Tx) error {
 	effects := tx.Items()
 	if len(effects) == 0 {
@@ -44,21 +42,16 @@ func (s *Store) CommitStaged(ctx context.Context, tx *txn.Tx) error {
 }
 
 // isTxnAnswer reports whether err is DynamoDB's definite answer to a
-// transaction (a cancellation, a refusal), mapped by package txn, rather
-// than a failed call.
+// transaction, mapped by package txn, rather than a failed call.
 func isTxnAnswer(err error) bool {
 	var canceled *txn.CanceledError
 	return errors.As(err, &canceled) || errors.Is(err, txn.ErrConditionFailed) || errors.Is(err, txn.ErrConflict) ||
 		errors.Is(err, txn.ErrValidation) || errors.Is(err, txn.ErrTooManyActions) || errors.Is(err, txn.ErrTokenMismatch)
 }
 
-// refuseKeyRecordWrites refuses, as DynamoDB refuses an invalid write (a
-// *txn.ValidationError, before any call), a staged Put, Update or Delete
-// of an item of this Store's key records: in its table (by name or ARN)
-// and its namespace. Only the Store writes those: a staged delete of
-// another key's record would let that key execute again, a staged put
-// could forge its answer. A ConditionCheck, which writes nothing, is
-// left to DynamoDB.
+// refuseKeyRecordWrites refuses (a *txn.ValidationError) a staged Put,
+// Update or Delete in the Store's table and namespace: a staged delete of
+// another key's record would let it execute again, a put forge its answer.
 func (s *Store) refuseKeyRecordWrites(effects []types.TransactWriteItem) error {
 	for i, e := range effects {
 		var table *string
@@ -88,8 +81,7 @@ func (s *Store) refuseKeyRecordWrites(effects []types.TransactWriteItem) error {
 	return nil
 }
 
-// sameTable reports whether two TableName values, each a name or a table
-// ARN, name one table.
+// sameTable reports whether two TableName values (names or ARNs) match.
 func sameTable(a, b string) bool {
 	name := func(s string) string {
 		if _, after, ok := strings.Cut(s, ":table/"); ok && strings.HasPrefix(s, "arn:") {

@@ -51,29 +51,19 @@ const (
 // default.
 type Options struct {
 	// Retention is how long a record stays after its completion (default
-	// DefaultRetention). A retry after that executes again: retention
-	// must outlast the client's slowest retry path. A claim writes the
-	// record's exp (the TTL attribute) once: the end of the claim's lock
-	// plus Retention, rounded up to the second. Its commit leaves that exp
-	// as it is when it is at least the completion time plus Retention
-	// (always, for a commit within the lock), and sets it to the
-	// completion time plus Retention, truncated to the second, otherwise
-	// (a commit after the lock expired, which succeeds while nobody
-	// reclaimed the key). A record thus stays at least Retention after
-	// its completion and at most the claim's lease longer; an in-progress
-	// record stays Retention beyond the end of its lock, so neither a
-	// claim, nor the sweeper, nor DynamoDB's TTL takes a live lock. A
-	// record written by CommitFirst (no claim) gets the time of the write
-	// plus Retention, truncated to the second. New panics if Retention is
-	// shorter than Lease.
+	// DefaultRetention); a retry after that executes again, so it must
+	// outlast the client's slowest retry path. A claim sets exp to the end
+	// of its lock plus Retention, rounded up to the second; a commit keeps
+	// it when it is at least the completion time plus Retention (always
+	// within the lock) and otherwise sets that, truncated to the second,
+	// as CommitFirst does. A record thus stays at least Retention after
+	// its completion and at most the lease longer. New panics if Retention
+	// is shorter than Lease.
 	Retention time.Duration
-	// Lease is the default lock lease of a claim (default DefaultLease). It
-	// must not exceed Retention.
-	// Too short a lease lets a live request's key be reclaimed under it,
-	// which reintroduces the double execution the lock prevents (the
-	// commit of the first request then fails with ErrLockLost, so its
-	// staged effects are never written, but effects outside DynamoDB are
-	// not protected).
+	// Lease is the default lock lease of a claim (default DefaultLease), at
+	// most Retention. Too short a lease lets a live request's key be
+	// reclaimed: its commit then fails with ErrLockLost and writes no
+	// staged effect, but effects outside DynamoDB run twice.
 	Lease time.Duration
 	// CompressAbove is the body size above which stored bodies are
 	// gzip-compressed (default DefaultCompressAbove; negative: never).
@@ -90,15 +80,11 @@ type Options struct {
 	// Txn tunes the retries of transaction conflicts on Commit.
 	Txn txn.Options
 	// ExpiryIndex says that the table has the expiry index
-	// (EnsureExpiryIndex) and is swept in SweepIndex mode. Its records then
-	// carry ExpiryBucketAttribute, and a completed record keeps its claim's
-	// lock expiry, which the index projects, so that a commit leaves the
-	// record's index entry as its claim wrote it. Without it (the default)
-	// records carry neither, and are 21 bytes smaller: a Sweeper in
-	// SweepIndex mode finds them only by scanning the table for them, at
-	// the cost of a scan (see SweepMode), and counts them as
-	// SweepReport.Unindexed. Every store writing to a table swept by index
-	// must set it.
+	// (EnsureExpiryIndex) and is swept in SweepIndex mode: records then
+	// carry ExpiryBucketAttribute and, once completed, their claim's lock
+	// expiry (21 bytes), so that a commit leaves the index entry as it is.
+	// Every Store writing a table swept by index must set it: a Sweeper
+	// finds the others' records only by a scan (see SweepMode).
 	ExpiryIndex bool
 	// Schema is where records live in the table (default: the dedicated
 	// key table's layout; see KeySchema). Every store, sweeper and tool
@@ -115,11 +101,11 @@ type Store struct {
 	layout *layout
 }
 
-// New returns a Store over table. It panics if client is nil, table is
-// empty, Retention or Lease is negative, the effective Retention is shorter than the effective Lease,
-// Region is longer than MaxSweepRegionLen or not valid UTF-8 (a
-// region-scoped Sweeper could not evict its records), or Schema is invalid (KeySchema.Validate): those
-// are configuration errors, caught at start.
+// New returns a Store over table. It panics, a configuration error, if
+// client is nil, table is empty, Retention or Lease is negative, the
+// effective Retention is shorter than the effective Lease, Region is longer
+// than MaxSweepRegionLen or not valid UTF-8, or Schema is invalid
+// (KeySchema.Validate).
 func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if client == nil || table == "" {
 		panic("dynamostore: New needs a client and a table name")
@@ -222,18 +208,14 @@ type Claim struct {
 // record after losing its condition.
 const claimAttempts = 3
 
-// Claim tries to take the key of req with one conditional PutItem. The put
-// succeeds when no live record exists: none at all, an expired one, or an
-// in-progress one whose lock expired (its owner died). Otherwise DynamoDB
-// returns the stored record with the failure, and Claim decides: Mismatch
-// when its fingerprint differs, InFlight when it is in progress, Replay
-// when completed. A record left by an earlier attempt of this same claim
-// (an SDK retry after a lost response) counts as Acquired.
-//
-// When the DynamoDB implementation returns no item with the failure, Claim
-// reads it with a consistent GetItem. Errors: ErrInvalidRequest,
-// *StoreError, *RecordError for a stored item that is not a valid record,
-// ErrClaimContention.
+// Claim tries to take the key of req with one conditional PutItem, which
+// succeeds when no live record exists: none, an expired one, or one in
+// progress whose lock expired. Otherwise the stored record decides:
+// Mismatch when its fingerprint differs, InFlight when in progress, Replay
+// when completed; a record of an earlier attempt of this claim (an SDK
+// retry) counts as Acquired. When DynamoDB returns no item with the
+// failure, Claim reads it with a consistent GetItem. Errors:
+// ErrInvalidRequest, *StoreError, *RecordError, ErrClaimContention.
 func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if err := validate(req); err != nil {
 		return nil, err
@@ -254,19 +236,14 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 	})
 }
 
-// inProgressExpiry returns the exp of the in-progress record of a claim
-// whose lock holds until lockExpires: lockExpires plus the retention,
-// rounded up to the second. It is later than the end of the lock, and no
-// earlier than the exp of a commit within the lock (see commitExpiry).
+// inProgressExpiry is the exp of a claim's record: after its lock, and no
+// earlier than a commit's within the lock.
 func (s *Store) inProgressExpiry(lockExpires time.Time) time.Time {
 	return ceilSecond(lockExpires.Add(s.opts.Retention))
 }
 
-// commitExpiry returns the exp of the completed record of a claim whose
-// in-progress record has exp claimed, completed at: claimed when it is at
-// least at plus the retention (a commit within the claim's lock), so that
-// the commit changes no key of the expiry index; otherwise at plus the
-// retention, truncated to the second.
+// commitExpiry keeps the claim's exp when it covers the retention from at
+// (the index entry stays as it is), else takes at plus the retention.
 func (s *Store) commitExpiry(claimed, at time.Time) time.Time {
 	exp := wholeSecond(at.Add(s.opts.Retention))
 	if claimed.Unix() >= exp.Unix() {
@@ -315,13 +292,9 @@ func acquired(rec *Record) *Claim {
 	return &Claim{Result: Acquired, Record: rec}
 }
 
-// The claim condition holds when no live record stands in the way: none,
-// an in-progress one whose lock expired, or an expired one that is not in
-// progress. An in-progress record under a live lock always stands, even
-// past its exp (which this package never writes before the lock's end:
-// the condition does not rely on it). On a schema with a Prefix, the overwriting branches
-// also require the marker attribute, so a claim never replaces an item of
-// the application's.
+// claimCondition holds when no live record stands in the way; a record
+// under a live lock always stands, even past its exp. On a schema with a
+// Prefix the overwriting branches also require the marker (newLayout).
 const claimCondition = "attribute_not_exists(#pk) OR (#state = :in_progress AND #lock_exp < :now_ms) OR (#exp < :now_s AND NOT (#state = :in_progress))"
 
 func claimValues(now time.Time) map[string]types.AttributeValue {
@@ -386,9 +359,8 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 	})
 }
 
-// decide classifies a live stored record against a claim. A record that
-// carries the claim's own token was written by an earlier attempt of this
-// very call (an SDK retry after a lost response).
+// decide classifies a live stored record against a claim; its own token
+// means an earlier attempt of this call wrote it.
 func decide(old *Record, req Request, token string) ClaimResult {
 	switch {
 	case old.LockToken == token:
@@ -421,13 +393,11 @@ func validate(req Request) error {
 	return checkUTF8(req.Scope, req.Key)
 }
 
-// asUTF8 returns s as DynamoDB stores a string, which the SDK sends as
-// UTF-8: each invalid byte sequence replaced by U+FFFD.
+// asUTF8 returns s as DynamoDB stores it.
 func asUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
-// checkUTF8 refuses a scope or key that is not valid UTF-8: DynamoDB
-// strings are UTF-8 and the SDK replaces invalid bytes, so two such keys
-// (or scopes) would name one record, another key's.
+// checkUTF8 refuses a scope or key that is not valid UTF-8: two such keys
+// could name one record.
 func checkUTF8(scope, key string) error {
 	if !utf8.ValidString(scope) || !utf8.ValidString(key) {
 		return fmt.Errorf("%w: scope or key is not valid UTF-8", ErrInvalidRequest)
@@ -436,10 +406,9 @@ func checkUTF8(scope, key string) error {
 }
 
 // Get returns the live record of (scope, key) with a consistent read, or
-// ErrNotFound when there is none (never claimed, released, or expired even
-// if DynamoDB has not deleted it yet). An in-progress record whose lock
-// has not expired is live, whatever its exp. A scope or key that is not
-// valid UTF-8 gets ErrInvalidRequest, and DynamoDB is not called.
+// ErrNotFound (never claimed, released, or expired, deleted by TTL or not;
+// a record in progress under a live lock is live whatever its exp). A scope
+// or key that is not valid UTF-8 gets ErrInvalidRequest, without a call.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	return s.get(ctx, scope, key)
 }
@@ -495,31 +464,27 @@ func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record,
 // token, so a request whose key was reclaimed under it writes nothing and
 // gets ErrLockLost.
 //
-// Commit is safe to call again after an ambiguous failure (a *StoreError),
-// with the same claim, response and staged effects, however much later:
-// every call for one claim records the completion time of the first, so a
-// repeat sends DynamoDB the same item under the same ClientRequestToken
-// (and DynamoDB answers it without applying it again, within its 10-minute
-// window), and a repeat that finds the record completed under the claim's
-// lock returns that record and writes nothing. A repeat with another
-// response or other effects writes nothing when an earlier attempt was
-// applied, and returns the record that attempt stored; when none was, it
-// commits what it was given, or (if DynamoDB refuses the reused token)
-// returns an error matching txn.ErrTokenMismatch. The completion time is
-// kept by the claim's Record and shared with the Record's copies.
+// Commit is safe to call again after an ambiguous failure (a *StoreError)
+// with the same claim, however much later: the claim's Record (and its
+// copies) keep the first call's completion time, so a repeat sends the
+// same item under the same ClientRequestToken, and a repeat that finds the
+// record completed under the claim's lock returns it and writes nothing.
+// A repeat with another response or effects does the same when an earlier
+// attempt was applied; when none was, it commits what it was given, or
+// returns an error matching txn.ErrTokenMismatch if DynamoDB refuses the
+// reused token (within its 10-minute window).
 //
 // It returns the completed record as stored.
 //
 // Errors: ErrInvalidRequest for a claim that was not acquired or a
-// response the record could not be read back with (nothing is written:
-// the claim stays held); ErrLockLost; errors of package txn for the staged
-// effects (*txn.ConditionFailedError, *txn.ConflictError,
-// *txn.ValidationError, txn.ErrTooManyActions, txn.ErrTokenMismatch, ...;
-// a *txn.ValidationError also, before any call, for a staged Put, Update
-// or Delete of an item of this Store's key records, in its table and
-// namespace: only the Store writes those); *StoreError when
-// DynamoDB could not be reached or answered that the transaction is still
-// in progress, in which case the commit may or may not have been applied.
+// response the record could not be read back with (nothing is written);
+// ErrLockLost; package txn's errors for the staged effects
+// (*txn.ConditionFailedError, *txn.ConflictError, *txn.ValidationError,
+// txn.ErrTooManyActions, txn.ErrTokenMismatch, ...; a *txn.ValidationError
+// also, before any call, for a staged write of an item of this Store's key
+// records); *StoreError when DynamoDB could not be reached or answered
+// that the transaction is still in progress: the commit may or may not
+// have been applied.
 func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx) (*Record, error) {
 	if c == nil || c.Result != Acquired || c.Record == nil {
 		return nil, fmt.Errorf("%w: commit of a claim that was not acquired", ErrInvalidRequest)
@@ -562,11 +527,9 @@ func ownCommit(cur *Record, c *Claim) bool {
 // item returned with the failure (nil when none) comes alongside.
 var errFenceFailed = errors.New("dynamostore: fence failed")
 
-// writeFenced writes the key record item (rec, encoded) under condition,
-// with the staged effects of tx when there are any: one PutItem, or one
-// TransactWriteItems with the key record first. On the key record's
-// condition failure it returns errFenceFailed and the item DynamoDB
-// returned, if any. Its *StoreError carries rec's lock token.
+// writeFenced writes item (rec encoded) under condition, with tx's effects
+// in one transaction if any; a failed condition returns errFenceFailed and
+// the item DynamoDB returned, if any.
 func (s *Store) writeFenced(ctx context.Context, item map[string]types.AttributeValue, cond string,
 	names map[string]string, values map[string]types.AttributeValue, tx *txn.Tx, rec *Record) (map[string]types.AttributeValue, error) {
 	effects := tx.Items()
@@ -662,11 +625,10 @@ func (s *Store) afterFenceFailed(ctx context.Context, c *Claim, item map[string]
 }
 
 // Release deletes the claim's in-progress record so that a retry executes
-// again (after a 5xx, a panic, or a failed commit). The delete is fenced by
-// the lock token: a record completed, reclaimed or evicted since is left
-// alone and Release returns ErrLockLost. A delete the SDK sent again after
-// an attempt whose answer was lost, and that then finds the record gone by
-// a consistent read, had deleted it: Release returns nil.
+// again (after a 5xx, a panic, or a failed commit), fenced by the lock
+// token: a record completed, reclaimed or evicted since stays and Release
+// returns ErrLockLost. A delete the SDK retried that then finds the record
+// gone by a consistent read had deleted it: Release returns nil.
 func (s *Store) Release(ctx context.Context, c *Claim) error {
 	if c == nil || c.Result != Acquired || c.Record == nil {
 		return fmt.Errorf("%w: release of a claim that was not acquired", ErrInvalidRequest)
@@ -693,12 +655,9 @@ func (s *Store) Release(ctx context.Context, c *Claim) error {
 	return &StoreError{Op: "DeleteItem", Err: err, Table: s.table}
 }
 
-// commitToken returns the ClientRequestToken of a transaction attempt
-// writing the completed record rec: derived from its lock token (random
-// per claim), its completion time and the attempt number, so it is the
-// same for every SDK retry of one attempt and for a repeated Commit of one
-// claim (which reuses the completion time), and differs across claims and
-// across the attempts of CommitFirst.
+// commitToken is a transaction attempt's ClientRequestToken: the same for
+// the SDK's retries and a repeated Commit of one claim (same lock token and
+// completion time), different across claims and CommitFirst's attempts.
 func commitToken(rec *Record, attempt int) string {
 	h := sha256.New()
 	h.Write([]byte("idemkey/commit/v2\x00"))

@@ -1,6 +1,7 @@
 package dynamostore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,17 +22,17 @@ import (
 // SweepClient is the set of DynamoDB calls a Sweeper makes. *dynamodb.Client
 // satisfies it; tests wrap it to inject faults.
 type SweepClient interface {
-	// Scan reads the table in SweepScan mode, and in SweepIndex mode
-	// the table's items outside the expiry index (see SweepMode) and,
-	// after a pass that read none of its buckets, one entry of the index.
+	// Scan reads the table (in SweepIndex mode, its items outside the
+	// expiry index) and, after a pass that read none of the sweep's
+	// buckets, one index entry.
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-	// Query reads the expiry index in SweepIndex mode, and DescribeTable
-	// checks that the index exists (once per Sweeper).
+	// Query reads the expiry index; DescribeTable checks it once per
+	// Sweeper (SweepIndex mode).
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
-	// GetItem and PutItem read and write the resume cursor (Resume) and,
-	// in SweepIndex mode, the note of the last scan that found no record
+	// GetItem and PutItem read and write Resume's cursor and, in
+	// SweepIndex mode, the note of the last scan that found no record
 	// outside the index.
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
@@ -43,22 +44,21 @@ var _ SweepClient = (*dynamodb.Client)(nil)
 const (
 	// DefaultSweepSegments is the number of parallel scan segments: 4.
 	DefaultSweepSegments = 4
-	// MaxSweepSegments bounds SweepOptions.Segments; each segment is one
-	// goroutine with one request in flight. It is the most segments whose
-	// resume cursor, with every segment pending at a partition key of
-	// DynamoDB's maximal 2048 bytes, a table name of 255 and a Region of
-	// MaxSweepRegionLen, still fits in the one item (400 KB, counted as
-	// 400,000 bytes) Resume writes: 145.
+	// MaxSweepSegments bounds SweepOptions.Segments (one goroutine and one
+	// request in flight each): the most segments whose resume cursor still
+	// fits in the one item (400,000 bytes) Resume writes, with every
+	// segment pending at a partition key of 2048 bytes, a table name of
+	// 255 and a Region of MaxSweepRegionLen: 145.
 	MaxSweepSegments = 145
 	// DefaultSweepPageSize is the Limit of each Scan request: 500 items.
 	DefaultSweepPageSize = 500
 	// DefaultSweepItemsPerSecond is the default rate limit: 1000 items
-	// scanned per second over all segments. At that rate one pass over a
-	// million records takes about 17 minutes of sweeping.
+	// scanned per second over all segments (a million records in about 17
+	// minutes).
 	DefaultSweepItemsPerSecond = 1000
 	// DefaultSweepMargin is how long before the context's deadline a sweep
-	// stops starting pages: 5 seconds, time for the last pages' deletes and
-	// for the caller to save the cursor.
+	// stops starting pages: 5 seconds, for the last pages' deletes and the
+	// caller's save of the cursor.
 	DefaultSweepMargin = 5 * time.Second
 	// sweepErrorMessages is how many error messages a report keeps.
 	sweepErrorMessages = 5
@@ -68,129 +68,100 @@ const (
 // its default.
 type SweepOptions struct {
 	// Mode is how a sweep finds the records to delete: SweepScan (the
-	// default) reads the whole table, SweepIndex reads the expiry index
-	// (see SweepMode). In SweepIndex mode a stuck record (in progress,
-	// its lock expired, its exp ahead) is not read until its exp passes,
-	// and is then evicted, not reclaimed: a retry of its key takes over
-	// the expired lock meanwhile, and only its storage is freed later.
+	// default) or SweepIndex (see SweepMode).
 	Mode SweepMode
-	// Segments is the number of parallel scan segments (Segment and
-	// TotalSegments of a parallel Scan), 1 to MaxSweepSegments (default
-	// DefaultSweepSegments). A sweep that resumes from a cursor uses the
-	// cursor's number of segments instead, so that the pass it continues
-	// still covers the table exactly once. In SweepIndex mode it is the
-	// number of shards of the index swept in parallel, at most
-	// ExpiryIndexShards; a resumed pass may use another number.
+	// Segments is the number of parallel scan segments, 1 to
+	// MaxSweepSegments (default DefaultSweepSegments). A resumed scan
+	// pass keeps its cursor's number, so that it covers the table exactly
+	// once. In SweepIndex mode it is the number of index shards swept in
+	// parallel, at most ExpiryIndexShards.
 	Segments int
-	// PageSize is the Limit of each Scan or Query request (default
-	// DefaultSweepPageSize). DynamoDB also ends a page at 1 MB of items
-	// read. With a rate limit below PageSize items per second, pages are
-	// made smaller so that each is at most one second's worth.
+	// PageSize is the Limit of each Scan or Query (default
+	// DefaultSweepPageSize); DynamoDB also ends a page at 1 MB read. Under
+	// a rate limit below PageSize items per second, a page is at most one
+	// second's worth.
 	PageSize int
-	// ItemsPerSecond limits the items scanned (index entries read, in
-	// SweepIndex mode) per second over all segments (default
-	// DefaultSweepItemsPerSecond; negative: no limit). It bounds the
-	// deletes too, as at most one delete follows each item read.
+	// ItemsPerSecond limits the items (index entries) read per second over
+	// all segments, and so the deletes, at most one per item (default
+	// DefaultSweepItemsPerSecond; negative: no limit).
 	ItemsPerSecond float64
-	// ReadUnitsPerSecond limits the read capacity consumed by Scan (or
-	// Query) per second, as DynamoDB reports it (ReturnConsumedCapacity
-	// TOTAL).
-	// Zero or negative: no such limit. Implementations that report no
-	// consumed capacity (a bare minidyn; the localstack front adds an
-	// estimate) are limited by ItemsPerSecond alone.
+	// ReadUnitsPerSecond limits the read capacity Scan or Query consume
+	// per second, as DynamoDB reports it (zero or negative: no limit). An
+	// implementation that reports none is limited by ItemsPerSecond alone.
 	ReadUnitsPerSecond float64
-	// Budget is how long a sweep may start new pages for, measured on Now
-	// from the start of Sweep. Zero: no budget of its own. A page started
-	// within the budget is finished (its deletes included), so a sweep
-	// overruns its budget by at most one page's work.
+	// Budget is how long, on Now from the start of Sweep, a sweep may
+	// start pages (zero: no budget). A started page is finished, deletes
+	// included, so a sweep overruns by at most one page's work.
 	Budget time.Duration
-	// DeadlineMargin applies when the context passed to Sweep has a
-	// deadline: the sweep stops starting pages at the deadline minus the
-	// margin (default DefaultSweepMargin) or, when less than twice the
-	// margin remains at the start, halfway to the deadline.
+	// DeadlineMargin: with a deadline on Sweep's context, the sweep stops
+	// starting pages at the deadline minus the margin (default
+	// DefaultSweepMargin) or, when less than twice the margin remains at
+	// the start, halfway to it.
 	DeadlineMargin time.Duration
-	// DryRun counts what a sweep would evict and reclaim without deleting
-	// anything.
+	// DryRun counts what a sweep would evict and reclaim, deleting nothing.
 	DryRun bool
-	// Now is the clock (default time.Now). Expiry, lock expiry, ages and
-	// the budget are measured on it.
+	// Now is the clock of expiry, lock expiry, ages and the budget
+	// (default time.Now).
 	Now func() time.Time
 	// Sleep waits for d or until ctx is done (default: a real timer). The
-	// rate limits wait with it; a test that injects Now and sets a rate
-	// limit must inject a Sleep that advances its clock.
+	// rate limits wait with it: a test that injects Now and a rate limit
+	// must inject a Sleep that advances its clock.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Region, when set, restricts the sweep to the records that region
-	// wrote (Options.Region of the Store that wrote them): a record of
-	// another region, or of none, is left alone and counted as foreign, and
-	// every delete is also conditioned on the record's region. A record of
-	// no region (written by a Store without Options.Region) is deleted by
-	// no regional sweep: it also counts as Unowned, and once expired toward
-	// EvictionLag, so that a table that only grows shows as lag. This is how
-	// a global table in multiregion's HomeRegion mode is evicted: one
-	// sweeper per region, each over its own replica with Region set to that
-	// region's name, so that each record is deleted only in the one region
-	// that writes it and a replicated delete never races a newer write.
-	// At most MaxSweepRegionLen bytes. Its resume cursors are its own: a
-	// sweep with another Region (or none) rejects them, and each region
-	// keeps its cursor in its own item (Resume).
+	// Region, when set (at most MaxSweepRegionLen bytes), restricts the
+	// sweep to the records of the Store with that Options.Region: every
+	// delete is conditioned on it, and any other record is left alone and
+	// counted as Foreign. A record of no region is deleted by no regional
+	// sweep: it also counts as Unowned and, once expired, toward
+	// EvictionLag. This is how a global table in multiregion's HomeRegion
+	// mode is evicted: one sweeper per region over its own replica, so
+	// that a replicated delete never races a newer write. A Region's
+	// cursors are its own: other sweeps reject them, and Resume keeps
+	// each region's in its own item.
 	Region string
-	// Owns, when set (Region must be too), decides which key records this
-	// regional sweep may delete, in place of "the records Region wrote":
-	// it is called with each key record's scope and key, as stored, and
-	// the region that wrote it ("" for none), and reports whether this
-	// sweep may delete the record (mine) and, when not, whether no
-	// regional sweep may delete it now (orphan). A record that is not
-	// mine is left alone and counted as Foreign; an orphan also as
-	// Unowned and, once expired, toward EvictionLag. A delete is then
-	// conditioned on the region the record was read with instead of
-	// Region. It is called on the sweep's goroutines, possibly
-	// concurrently. multiregion's Store.SweepOwner returns one that
-	// follows the table's topology record, for a global table whose keys
-	// change home.
+	// Owns, when set (with Region), decides in place of Region which key
+	// records this sweep may delete: it gets each record's scope and key,
+	// as stored, and its writer region ("" for none), and reports whether
+	// the record is mine and, if not, whether no regional sweep may delete
+	// it now (orphan: counted as Unowned, as a record of no region is).
+	// Deletes are conditioned on the writer region read. It is called
+	// concurrently from the sweep's goroutines. multiregion's
+	// Store.SweepOwner returns one that follows the table's topology.
 	Owns func(ctx context.Context, scope, key, writer string) (mine, orphan bool)
-	// Schema is where key records live in the table: the Schema of the
-	// Stores that write them (default: the dedicated key table's layout).
-	// On a schema with a Prefix, an item is a key record only if its
-	// partition key value begins with Prefix + "#", its sort key (if any)
-	// is SortKeyValue and it has the marker attribute "idemkey"; every
-	// delete is conditioned on the first and the last, so the
-	// application's items are never deleted. The sweep still scans them:
-	// DynamoDB charges a Scan for every item it reads, the application's
-	// included, and they count as Scanned and Foreign.
+	// Schema is where the key records live: the Schema of the Stores that
+	// write them (default: a dedicated key table). On a schema with a
+	// Prefix, an item is a key record only with a partition key beginning
+	// with Prefix + "#", SortKeyValue as its sort key (if any) and the
+	// marker attribute "idemkey"; every delete is conditioned on the first
+	// and the last. The application's items are still scanned (and
+	// charged): they count as Scanned and Foreign.
 	Schema KeySchema
-	// Logger receives one summary record per sweep (level Info, or Warn
-	// when something failed or the report counts Unowned records) and a Debug record per record that changed
-	// between the scan and its delete. Keys appear only as short hashes.
-	// Nil: no logging.
+	// Logger receives one summary record per sweep (Info; Warn when
+	// something failed or the report counts Unowned or Unindexed records)
+	// and a Debug record per record that changed between the scan and its
+	// delete. Keys appear only as short hashes. Nil: no logging.
 	Logger *slog.Logger
 }
 
-// Sweeper deletes the expired and stuck records of one key table (expiry
-// and the reclaim of dead owners' keys), with DynamoDB's parallel Scan and
-// conditional deletes. It is safe for concurrent use; concurrent sweeps of one table
-// are correct but do the same work twice.
+// Sweeper deletes the expired and stuck records of one key table with
+// DynamoDB's parallel Scan (or the expiry index) and conditional deletes.
+// It is safe for concurrent use; concurrent sweeps of one table are
+// correct but do the same work twice.
 type Sweeper struct {
-	client SweepClient
-	table  string
-	opts   SweepOptions
-	layout *layout
-	// indexChecked is set once DescribeTable showed the expiry index
-	// readable and fit (SweepIndex mode).
-	indexChecked atomic.Bool
-	// indexClean is the start, in epoch milliseconds, of the last scan
-	// known to have found no key record outside the index (0: none).
-	indexClean atomic.Int64
+	client       SweepClient
+	table        string
+	opts         SweepOptions
+	layout       *layout
+	indexChecked atomic.Bool  // DescribeTable showed the index fit
+	indexClean   atomic.Int64 // epoch ms of the last clean unindexed scan known; 0: none
 }
 
-// NewSweeper returns a Sweeper over table. It panics if client is nil,
-// table is empty, Mode is not a SweepMode, Region is longer than
-// MaxSweepRegionLen bytes or not valid UTF-8, or Schema is invalid (KeySchema.Validate): that
-// is a configuration error, caught at start. It makes no call: in
-// SweepIndex mode the first sweep checks the index.
-// Out-of-range options are clamped: Segments to [1, MaxSweepSegments]
-// (fewer on a schema whose keys are longer, with a sort key or a Prefix:
-// as many as a resume cursor of that schema fits in one item; at most
-// ExpiryIndexShards in SweepIndex mode), PageSize to at least 1.
+// NewSweeper returns a Sweeper over table. It makes no call. It panics,
+// a configuration error, if client is nil, table is empty, Mode is not a
+// SweepMode, Region is longer than MaxSweepRegionLen or not valid UTF-8,
+// Owns is set without Region, or Schema is invalid (KeySchema.Validate).
+// It clamps Segments to [1, MaxSweepSegments] (fewer on a schema with
+// longer keys: as many as its resume cursor fits in one item; at most
+// ExpiryIndexShards in SweepIndex mode) and PageSize to at least 1.
 func NewSweeper(client SweepClient, table string, optFns ...func(*SweepOptions)) *Sweeper {
 	if client == nil || table == "" {
 		panic("dynamostore: NewSweeper needs a client and a table name")
@@ -252,14 +223,11 @@ func (s *Sweeper) Table() string { return s.table }
 // Options returns the sweeper's effective options.
 func (s *Sweeper) Options() SweepOptions { return s.opts }
 
-// sweepProjection reads the attributes a sweep decides on, nothing else:
-// the stored responses, often most of an item's size, are not transferred.
-// (DynamoDB charges read capacity on the full items all the same.)
+// sweepProjectionBase is what a sweep decides on: the responses are not
+// transferred (though DynamoDB charges for the full items).
 const sweepProjectionBase = "#pk, #exp, #state, #lock, #lock_exp, #created, #region"
 
-// sweepProjection returns the projection of a sweep's Scan and its names:
-// sweepProjectionBase, plus the sort key and the marker on a schema that has
-// them.
+// sweepProjection returns the projection of a sweep's Scan and its names.
 func (l *layout) sweepProjection() (string, map[string]string) {
 	return l.withRecordKey(sweepProjectionBase, map[string]string{
 		"#pk": l.PartitionKey, "#exp": l.TTLAttribute, "#state": attrState,
@@ -268,8 +236,7 @@ func (l *layout) sweepProjection() (string, map[string]string) {
 	})
 }
 
-// withRecordKey adds to a projection and its names the sort key and the
-// marker, on a schema that has them.
+// withRecordKey adds the sort key and the marker of a schema that has them.
 func (l *layout) withRecordKey(proj string, names map[string]string) (string, map[string]string) {
 	if l.SortKey != "" {
 		proj += ", #sk"
@@ -283,23 +250,20 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 }
 
 // Sweep makes one pass over the table, or continues the pass that cursor
-// (returned by an earlier Sweep of the same table and the same Region; ""
-// starts a new pass) left unfinished.
+// (returned by an earlier Sweep of the same table and Region; "" starts a
+// new pass) left unfinished.
 //
 // Each segment scans its share of the table page by page, reading only the
 // attributes it decides on. At each page, with now read from Now once:
 //
 //   - a record whose exp (epoch seconds) is before now's is expired and is
 //     evicted with a DeleteItem conditioned on "exp < now", on a state of
-//     this package and on not being in progress under a live lock: a
-//     record claimed again since the scan survives. An in-progress record whose lock holds (lock_exp not before
-//     now, in epoch milliseconds) is live whatever its exp, which this
-//     package never writes before the lock's end (the condition does not
-//     rely on it);
-//   - else, a record in progress whose lock expired (lock_exp before now,
-//     in epoch milliseconds) is stuck, its owner dead, and is reclaimed
-//     with a DeleteItem conditioned on the same state, lock token and an
-//     expired lock: a record completed or claimed again survives;
+//     this package and on not being in progress under a live lock
+//     (lock_exp not before now, in epoch milliseconds): a record claimed
+//     again since the scan survives;
+//   - else, a record in progress whose lock expired is stuck, its owner
+//     dead, and is reclaimed with a DeleteItem conditioned on the same
+//     state, lock token and an expired lock;
 //   - every other record is live and is left alone;
 //   - an item that is not a key record (the cursor items Resume writes,
 //     anything written by others) is foreign and is left alone.
@@ -307,57 +271,41 @@ func (l *layout) withRecordKey(proj string, names map[string]string) (string, ma
 // A delete whose condition fails counts as skipped. With DryRun nothing is
 // deleted and the report counts what would have been.
 //
-// In SweepIndex mode the sweep reads the expiry index instead of the
-// table (see SweepMode), shard by shard, Segments shards at a time (a run
-// resumed from a cursor starts with the shard after the last one the run
-// before served, so that under a tight Budget every shard is served in
-// turn), each in two queries paged as the Scan is: the shard's records whose exp is
-// before now (oldest first), and its record with the smallest exp from
-// now on (Limit 1; with Region, the first such record the sweep may
-// delete, read in pages of 1, 2, 4 and more up to PageSize, the others'
-// records before it counted as Foreign, so that the live figures are the
-// region's own: in a region that writes few of a shard's records, that
-// reads many entries). The index does not hold the state: every record of
-// the first query is evicted with the eviction's conditional delete above
-// (which leaves alone an in-progress record under a live lock, and a
-// record claimed again since), and counts as evicted whether it was
-// completed or in progress, as the scan counts it; Reclaimed stays zero,
-// since a stuck record is read only once its exp passed. The record of
-// the second query counts as live, and its age (from its created time)
-// is the report's OldestLiveKeyAge, an estimate: the record that expires
-// next is the one claimed first, except that a claim with a longer lease
-// expires later by as much, so the oldest live record may be older by at
-// most the longest lease less the shortest. EvictionLag is exact for the
-// records in the index; the records outside it count once the scan for
-// them reads them (see SweepMode). The
-// sweep first checks, once per Sweeper, with DescribeTable, that the
-// table has the index as EnsureExpiryIndex creates it; a table without
-// it, or with another index of that name, is an error matching
-// ErrExpiryIndex that names the table, the index and the remedy, and
-// nothing is read.
+// In SweepIndex mode the sweep reads the expiry index instead (see
+// SweepMode), Segments shards at a time; a resumed run starts with the
+// part after the last one the run before served, so that under a tight
+// Budget every shard is served in turn. Per shard, two queries paged as
+// the Scan is: the records whose exp is before now, oldest first, each
+// evicted with the eviction's delete above (Reclaimed stays zero); then
+// the record with the smallest exp from now on (Limit 1; with Region, the
+// first such record the sweep may delete, read in pages of 1, 2, 4 and
+// more up to PageSize, the others' records before it counted as Foreign),
+// counted as live. Its age is OldestLiveKeyAge, an estimate (see
+// SweepReport). The first sweep of a Sweeper checks with DescribeTable
+// that the table has the index as EnsureExpiryIndex creates it; otherwise
+// the error matches ErrExpiryIndex, names the table, the index and the
+// remedy, and nothing is read.
 //
 // The sweep stops starting pages when its Budget is spent or its context's
-// deadline nears (see DeadlineMargin), and then returns a report whose
-// Cursor resumes the pass where it stopped; a page in progress is always
-// finished first. A pass that finished returns Cursor "" (in SweepIndex
-// mode, unless the scan for the records outside the index is unfinished:
-// the cursor continues it). The rate limits
-// (ItemsPerSecond, ReadUnitsPerSecond) are waited for between pages, and a
-// wait that would end past the budget stops the sweep instead.
+// deadline nears (see DeadlineMargin), finishing the page in progress, and
+// returns a report whose Cursor resumes the pass. A finished pass returns
+// Cursor "" (in SweepIndex mode, unless the scan for the records outside
+// the index is unfinished: the cursor continues it). The rate limits are
+// waited for between pages; a wait that would end past the budget stops
+// the sweep instead.
 //
-// The report is non-nil unless cursor is invalid (ErrInvalidCursor; a
-// cursor of the other mode is invalid too) or, in SweepIndex mode, the
-// index check failed (ErrExpiryIndex, or a *StoreError of DescribeTable).
-// The error is nil when every call succeeded, whether or not the pass
-// finished; in SweepIndex mode, a pass that read no entry of the sweep's
-// buckets is followed by a read of one entry of the index (a Scan, Limit
-// 1), and one in another bucket is an error matching ErrSweepSchema: the
-// sweep's Schema is not the Stores'. When the context is canceled, the error is the context's: the
-// segments stop, a page interrupted in its deletes is swept again by the
-// next run (its items are counted again). Otherwise it is the first
-// DynamoDB failure, a *StoreError: a failed delete is counted and the
-// sweep goes on; a failed Scan stops its segment (a failed Query its
-// shard), and the cursor resumes it from the failed page.
+// The report is nil only when cursor is invalid (ErrInvalidCursor, a
+// cursor of the other mode included) or, in SweepIndex mode, the index
+// check failed (ErrExpiryIndex, or a *StoreError of DescribeTable). The
+// error is nil when every call succeeded, finished or not. In SweepIndex
+// mode, a pass that read no entry of the sweep's buckets is followed by a
+// Scan of one index entry (Limit 1); one of another bucket is an error
+// matching ErrSweepSchema. When the context is canceled, the error is the
+// context's and a page interrupted in its deletes is swept (and counted)
+// again by the next run. Otherwise it is the first DynamoDB failure, a
+// *StoreError: a failed delete is counted and the sweep goes on; a failed
+// Scan stops its segment (a failed Query its shard), and the cursor
+// resumes it from the failed page.
 func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error) {
 	if s.opts.Mode == SweepIndex {
 		return s.sweepIndex(ctx, cursor)
@@ -397,8 +345,8 @@ func (s *Sweeper) Sweep(ctx context.Context, cursor string) (*SweepReport, error
 	return s.conclude(ctx, report, tallies, err)
 }
 
-// conclude returns the report of a sweep and its error: the context's
-// when a part stopped because it was canceled. It logs the summary.
+// conclude logs the summary and returns the error: the context's when a
+// part stopped because it was canceled.
 func (s *Sweeper) conclude(ctx context.Context, report *SweepReport, tallies []sweepTally, err error) (*SweepReport, error) {
 	for _, t := range tallies {
 		if t.stop == SweepStoppedByCancel && ctx.Err() != nil {
@@ -413,10 +361,8 @@ func (s *Sweeper) conclude(ctx context.Context, report *SweepReport, tallies []s
 	return report, err
 }
 
-// stopTime returns when the sweep stops starting pages; zero for never.
-// The deadline's remaining time is measured on the wall clock and applied
-// from start on Now's clock, so that an injected clock sees the same
-// budget.
+// stopTime returns when the sweep stops starting pages (zero: never). The
+// deadline's remaining wall time is applied from start on Now's clock.
 func (s *Sweeper) stopTime(ctx context.Context, start time.Time) time.Time {
 	var stop time.Time
 	if s.opts.Budget > 0 {
@@ -432,9 +378,8 @@ func (s *Sweeper) stopTime(ctx context.Context, start time.Time) time.Time {
 	return stop
 }
 
-// report merges the tallies of a sweep's parts (segments, or shards of
-// the index) into a report without a cursor; the error is the first part's
-// first failure.
+// report merges the parts' tallies into a report without a cursor; the
+// error is the first part's first failure.
 func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*SweepReport, error) {
 	r := &SweepReport{Table: s.table, Mode: s.opts.Mode, DryRun: s.opts.DryRun, Segments: segments, Started: start, Finished: true}
 	var first error
@@ -473,7 +418,6 @@ func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*
 	return r, first
 }
 
-// newRun returns the state of a sweep that starts at start.
 func (s *Sweeper) newRun(ctx context.Context, start time.Time) *sweepRun {
 	return &sweepRun{
 		s:      s,
@@ -490,7 +434,7 @@ type sweepRun struct {
 	items, reads *sweepBucket
 }
 
-// sweepTally is one segment's share of a report, and where it stands.
+// sweepTally is one part's share of a report, and where it stands.
 type sweepTally struct {
 	pages, scanned, evicted, reclaimed, skipped, live, foreign, unowned, errors int64
 	// unindexed counts the key records without ExpiryBucketAttribute read.
@@ -517,8 +461,7 @@ func (t *sweepTally) fail(err error, msg string) {
 	}
 }
 
-// errSweepStop reports that a wait for the rate limit would end past the
-// sweep's stop time.
+// errSweepStop: a wait for the rate limit would end past the stop time.
 var errSweepStop = errors.New("dynamostore: sweep budget spent")
 
 // waitTurn waits until both rate limits allow another page.
@@ -537,11 +480,10 @@ func (r *sweepRun) waitTurn(ctx context.Context) error {
 	}
 }
 
-// segment sweeps segment seg of total, starting after the key after (nil:
-// from its beginning), until it finishes, its stop time comes, its context
-// ends or a Scan fails. With unindexed, it reads only the items without
-// ExpiryBucketAttribute (a filter: the Scan still reads every item, and
-// the rate limit is paid for each) and counts the key records among them.
+// segment sweeps segment seg of total after the key after (nil: from the
+// start) until it finishes, stops or a Scan fails. With unindexed it reads
+// only the items without ExpiryBucketAttribute (a filter: every item is
+// still read and paid for) and counts the key records among them.
 func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string]types.AttributeValue, unindexed bool) sweepTally {
 	t := sweepTally{after: after}
 	o := &r.s.opts
@@ -582,8 +524,7 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 		}
 		scanned := out.ScannedCount
 		if unindexed {
-			// The items the filter dropped are in the index: the rate
-			// limit pays for them, the report counts those returned.
+			// The rate limit pays for the items the filter dropped.
 			r.items.pay(float64(max(scanned-int32(len(out.Items)), 0)))
 			scanned = int32(len(out.Items))
 		}
@@ -601,7 +542,7 @@ func (r *sweepRun) segment(ctx context.Context, seg, total int, after map[string
 }
 
 // mayStart waits for the rate limits and returns why the next page must
-// not start (the context ended, the budget is spent), or "" when it may.
+// not start, or "".
 func (r *sweepRun) mayStart(ctx context.Context) SweepStop {
 	if ctx.Err() != nil {
 		return SweepStoppedByCancel
@@ -618,9 +559,7 @@ func (r *sweepRun) mayStart(ctx context.Context) SweepStop {
 	return ""
 }
 
-// sweepPage counts a page read (its items, ScannedCount where the
-// implementation reports it, its consumed capacity), pays the rate limits
-// and decides each item at now with decide.
+// sweepPage counts a page, pays the rate limits and decides each item.
 func (r *sweepRun) sweepPage(ctx context.Context, now time.Time, items []map[string]types.AttributeValue,
 	scannedCount int32, capacity *types.ConsumedCapacity, t *sweepTally,
 	decide func(context.Context, time.Time, map[string]types.AttributeValue, *sweepTally)) {
@@ -639,8 +578,7 @@ func (r *sweepRun) sweepPage(ctx context.Context, now time.Time, items []map[str
 	}
 }
 
-// sweepFields are the attributes of a scanned record that a sweep decides
-// on.
+// sweepFields are what a sweep decides a record on.
 type sweepFields struct {
 	pk         string
 	exp        int64 // epoch seconds
@@ -652,7 +590,7 @@ type sweepFields struct {
 }
 
 // sweepParse reads the projected attributes; ok is false for an item that
-// is not a key record of this package in the layout.
+// is not a key record of the layout.
 func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 	if f.pk, f.exp, f.created, f.region, ok = l.sweepKeyFields(item); !ok {
 		return f, false
@@ -677,10 +615,8 @@ func (l *layout) sweepParse(item map[string]types.AttributeValue) (f sweepFields
 	return f, true
 }
 
-// sweepKeyFields reads what a scanned item and an index entry share: the
-// partition key value, exp, created and region ("" when absent: written
-// by no region); ok is false for an item that is not a key record of
-// this package in the layout.
+// sweepKeyFields reads what a scanned item and an index entry share; ok is
+// false for an item that is not a key record of the layout.
 func (l *layout) sweepKeyFields(item map[string]types.AttributeValue) (pk string, exp, created int64, region string, ok bool) {
 	if pk, ok = l.InNamespace(item); !ok {
 		return "", 0, 0, "", false
@@ -724,8 +660,7 @@ func (r *sweepRun) sweepItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// leaves reports whether a regional sweep leaves the record f alone (see
-// SweepOptions.Region and Owns), and then counts it.
+// leaves reports whether a regional sweep leaves f alone, and counts it.
 func (r *sweepRun) leaves(ctx context.Context, now time.Time, f sweepFields, t *sweepTally) bool {
 	o := &r.s.opts
 	switch {
@@ -746,8 +681,7 @@ func (r *sweepRun) leaves(ctx context.Context, now time.Time, f sweepFields, t *
 	return !mine
 }
 
-// writer is the region a sweep's delete of f is conditioned on: the
-// sweep's Region, or with Owns the region f was read with.
+// writer is the region a delete of f is conditioned on.
 func (r *sweepRun) writer(f sweepFields) string {
 	if r.s.opts.Owns != nil {
 		return f.region
@@ -755,9 +689,7 @@ func (r *sweepRun) writer(f sweepFields) string {
 	return r.s.opts.Region
 }
 
-// otherRegion counts a record that a regional sweep leaves alone:
-// foreign, and unowned when no regional sweep deletes it (its expiry is
-// eviction lag).
+// otherRegion counts a record a regional sweep leaves alone.
 func (t *sweepTally) otherRegion(now time.Time, f sweepFields, unowned bool) {
 	t.foreign++
 	if unowned {
@@ -768,9 +700,8 @@ func (t *sweepTally) otherRegion(now time.Time, f sweepFields, unowned bool) {
 	}
 }
 
-// evictInput deletes the record at pk if it is still expired at now, in
-// one of the two states of a record, and not in progress under a lock
-// that holds at now.
+// evictInput deletes the record at pk if, at now, it is still expired, in a
+// state of this package and not in progress under a live lock.
 func (l *layout) evictInput(table, pk string, now time.Time) *dynamodb.DeleteItemInput {
 	return l.recognised(&dynamodb.DeleteItemInput{
 		TableName: &table,
@@ -787,9 +718,8 @@ func (l *layout) evictInput(table, pk string, now time.Time) *dynamodb.DeleteIte
 	})
 }
 
-// recognised adds to a delete, on a schema with a Prefix, the conditions
-// that recognise a key record: its partition key begins with Prefix + "#"
-// and it has the marker attribute.
+// recognised adds, on a schema with a Prefix, the conditions that
+// recognise a key record: the namespace and the marker.
 func (l *layout) recognised(in *dynamodb.DeleteItemInput) *dynamodb.DeleteItemInput {
 	if !marked(l.Schema) {
 		return in
@@ -801,9 +731,8 @@ func (l *layout) recognised(in *dynamodb.DeleteItemInput) *dynamodb.DeleteItemIn
 	return in
 }
 
-// reclaimInput deletes the record at pk if it is still the in-progress
-// record of the claim whose token is lock, and that claim's lock has
-// expired at now.
+// reclaimInput deletes the record at pk if it is still in progress under
+// lock, expired at now.
 func (l *layout) reclaimInput(table, pk, lock string, now time.Time) *dynamodb.DeleteItemInput {
 	return l.recognised(&dynamodb.DeleteItemInput{
 		TableName:                &table,
@@ -818,8 +747,7 @@ func (l *layout) reclaimInput(table, pk, lock string, now time.Time) *dynamodb.D
 	})
 }
 
-// inRegion adds to a sweep's delete the condition that the record was
-// written by region, unless region is empty.
+// inRegion conditions a delete on the record's region, unless "".
 func inRegion(in *dynamodb.DeleteItemInput, region string) *dynamodb.DeleteItemInput {
 	if region == "" {
 		return in
@@ -830,10 +758,9 @@ func inRegion(in *dynamodb.DeleteItemInput, region string) *dynamodb.DeleteItemI
 	return in
 }
 
-// remove sends one conditional delete (unless DryRun) and counts its
-// outcome: done on success, and when a retry's condition failed because
-// an earlier attempt had deleted the record (see deletedByEarlierAttempt);
-// skipped when the condition failed otherwise; an error otherwise.
+// remove sends one conditional delete (unless DryRun) and counts it: done,
+// also when a retry's condition failed because an earlier attempt deleted
+// the record; skipped when the condition failed otherwise; else an error.
 func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, action, pk string, in *dynamodb.DeleteItemInput) {
 	if r.s.opts.DryRun {
 		*done++
@@ -864,9 +791,8 @@ func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, actio
 	}
 }
 
-// sweepKeyHash returns the short hash by which sweep logs and messages
-// name a record: 12 hex digits of a SHA-256 of its partition key value, so
-// that logs can correlate records without holding clients' keys.
+// sweepKeyHash names a record in logs without its key: 12 hex digits of a
+// SHA-256 of the partition key value.
 func sweepKeyHash(pk string) string {
 	sum := sha256.Sum256([]byte("idemkey/sweep-key\x00" + pk))
 	return hex.EncodeToString(sum[:6])
@@ -876,18 +802,12 @@ func readUnits(c *types.ConsumedCapacity) float64 {
 	if c == nil {
 		return 0
 	}
-	if c.ReadCapacityUnits != nil {
-		return *c.ReadCapacityUnits
-	}
-	return aws.ToFloat64(c.CapacityUnits)
+	return aws.ToFloat64(cmp.Or(c.ReadCapacityUnits, c.CapacityUnits))
 }
 
 func writeUnits(c *types.ConsumedCapacity) float64 {
 	if c == nil {
 		return 0
 	}
-	if c.WriteCapacityUnits != nil {
-		return *c.WriteCapacityUnits
-	}
-	return aws.ToFloat64(c.CapacityUnits)
+	return aws.ToFloat64(cmp.Or(c.WriteCapacityUnits, c.CapacityUnits))
 }

@@ -21,47 +21,34 @@ import (
 // of another SweepOptions.Region.
 var ErrInvalidCursor = errors.New("dynamostore: invalid sweep cursor")
 
-// ErrCursorTooLarge reports a cursor that Resume cannot keep in the table: its
-// item would exceed DynamoDB's item size limit of 400 KB, counted as
-// 400,000 bytes. A cursor that a
-// Sweeper returns for a key table (whose key is one String attribute, at
-// most 2048 bytes) always fits, whatever its segments' keys; see
-// MaxSweepSegments.
+// ErrCursorTooLarge reports a cursor that Resume cannot keep in the table:
+// its item would exceed DynamoDB's 400 KB, counted as 400,000 bytes. A
+// cursor a Sweeper returns always fits (see MaxSweepSegments).
 var ErrCursorTooLarge = errors.New("dynamostore: sweep cursor too large for one item")
 
 // MaxSweepRegionLen bounds SweepOptions.Region: 64 bytes (AWS region
-// names are shorter than 30). A region's cursor carries its name, and its
-// item's partition key does too; MaxSweepSegments counts both at this
-// length.
+// names are shorter than 30). MaxSweepSegments counts a region this long.
 const MaxSweepRegionLen = 64
 
-// Sizes behind MaxSweepSegments: the saved cursor is one item, and a
-// cursor holds one key per unfinished segment.
+// DynamoDB's limits behind MaxSweepSegments.
 const (
-	// cursorItemLimit is DynamoDB's item size limit of 400 KB counted as
-	// 400,000 bytes: implementations differ on the kilobyte (moto refuses
-	// items over 405,000 bytes).
-	cursorItemLimit = 400_000
-	// maxTableNameBytes and maxPartitionKeyBytes are DynamoDB's limits
-	// on a table name and on a partition key value.
+	// cursorItemLimit is 400 KB counted as 400,000 bytes: implementations
+	// differ on the kilobyte (moto refuses items over 405,000 bytes).
+	cursorItemLimit      = 400_000
 	maxTableNameBytes    = 255
 	maxPartitionKeyBytes = 2048
-	// maxUpdatedBytes bounds the stored size of the cursor item's
-	// "updated" number (at most 20 digits and a sign).
-	maxUpdatedBytes = 21
+	maxSortKeyBytes      = 1024
+	maxUpdatedBytes      = 21 // the cursor item's "updated": 20 digits and a sign
 )
 
-// maxCursorLen bounds the cursor strings the decoders read: far above
-// any cursor a sweep returns, which fits in one item.
+// maxCursorLen bounds the cursor strings the decoders read, far above any
+// a sweep returns.
 const maxCursorLen = 4 << 20
 
-// sweepCursor is the decoded form of a resume cursor: where each segment
-// of an unfinished pass stands.
+// sweepCursor is a decoded scan cursor: where each segment stands.
 type sweepCursor struct {
-	Table string
-	// Region is the SweepOptions.Region of the sweep that wrote the
-	// cursor; "" for none.
-	Region   string
+	Table    string
+	Region   string // "" for none
 	Segments []sweepSegCursor
 }
 
@@ -72,23 +59,17 @@ type sweepSegCursor struct {
 	After map[string]sweepKeyValue
 }
 
-// sweepKeyValue is a key attribute value: exactly one of S, N, B. Key
-// attributes cannot have any other type.
+// sweepKeyValue is a key attribute value: exactly one of S, N, B.
 type sweepKeyValue struct {
 	S *string
 	N *string
 	B []byte
 }
 
-// sweepCursorVersion is the version of the cursors of SweepScan mode, the
-// only one decoders read (versions 1 and 2, unreleased, had no region or
-// were JSON, whose escapes made the worst case six times a key's size). A
-// key costs its own bytes plus a few of framing, which bounds a cursor by
-// its segment count alone.
+// sweepCursorVersion is the version of SweepScan mode's cursors.
 const sweepCursorVersion = 3
 
-// newSweepCursor returns the cursor of a pass of segments segments from
-// the start, for a sweep of table restricted to region ("" for none).
+// newSweepCursor returns the cursor of a new pass.
 func newSweepCursor(table, region string, segments int) *sweepCursor {
 	return &sweepCursor{Table: table, Region: region, Segments: make([]sweepSegCursor, segments)}
 }
@@ -109,31 +90,12 @@ const (
 	segAfter     byte = 2
 )
 
-// Worst-case sizes of a cursor of a key table: a region of
-// MaxSweepRegionLen bytes, a table name of
-// maxTableNameBytes, and each segment pending after a key "pk" of
-// maxPartitionKeyBytes. A uvarint below 16384 takes 2 bytes at most, one
-// below 128 one byte.
-const (
-	cursorHeaderBytes  = 1 + 2 + maxTableNameBytes + 1 + MaxSweepRegionLen + 2
-	cursorSegmentBytes = 1 + 1 + 1 + len(PartitionKey) + 1 + 2 + maxPartitionKeyBytes
-)
+// cursorHeaderBytes is the largest header of a cursor: a table name of
+// maxTableNameBytes and a region of MaxSweepRegionLen (two-byte uvarints).
+const cursorHeaderBytes = 1 + 2 + maxTableNameBytes + 1 + MaxSweepRegionLen + 2
 
-// sweepCursorWorstLen bounds the length of the cursor strings that a sweep
-// of a key table with the given number of segments can return; the bound
-// is reached from 128 segments (a smaller count takes one byte less).
-func sweepCursorWorstLen(segments int) int {
-	return base64.RawURLEncoding.EncodedLen(cursorHeaderBytes + segments*cursorSegmentBytes)
-}
-
-// sweepCursorItemBytes returns the size, by DynamoDB's rules, of the item
-// in which Resume keeps a cursor of cursorLen bytes for
-// region on the default schema, with its "updated" number at its largest.
-func sweepCursorItemBytes(cursorLen int, region string) int {
-	return defaultLayout.cursorItemBytes(cursorLen, region)
-}
-
-// cursorItemBytes is sweepCursorItemBytes on the layout.
+// cursorItemBytes returns the DynamoDB size of the item in which Resume
+// keeps a cursor of cursorLen bytes for region, "updated" at its largest.
 func (l *layout) cursorItemBytes(cursorLen int, region string) int {
 	n := 0
 	for name, v := range l.cursorItemKey(region) {
@@ -142,14 +104,10 @@ func (l *layout) cursorItemBytes(cursorLen int, region string) int {
 	return n + len(attrSweepCursor) + cursorLen + len(attrSweepUpdated) + maxUpdatedBytes
 }
 
-// maxSortKeyBytes is DynamoDB's limit on a sort key value.
-const maxSortKeyBytes = 1024
-
 // maxSweepSegments returns the most segments whose worst-case cursor (each
-// segment pending after a key of the largest size the table's key schema
-// allows, attribute names included) fits in the cursor item of the
-// layout, with a Region of MaxSweepRegionLen bytes: MaxSweepSegments on
-// the default schema, fewer on one with longer keys.
+// pending after the largest key of the schema, a Region of
+// MaxSweepRegionLen) fits in the cursor item: MaxSweepSegments on the
+// default schema, fewer on one with longer keys.
 func (l *layout) maxSweepSegments() int {
 	seg := 2 + keyAttrWorstBytes(l.PartitionKey, maxPartitionKeyBytes)
 	if l.SortKey != "" {
@@ -163,14 +121,12 @@ func (l *layout) maxSweepSegments() int {
 	return n
 }
 
-// keyAttrWorstBytes is the framing and value of one key attribute in a
-// cursor, its value of at most maxValue bytes.
+// keyAttrWorstBytes is a key attribute's largest size in a cursor.
 func keyAttrWorstBytes(name string, maxValue int) int {
 	return len(binary.AppendUvarint(nil, uint64(len(name)))) + len(name) + 1 + len(binary.AppendUvarint(nil, uint64(maxValue))) + maxValue
 }
 
-// encode returns the cursor as an opaque string: base64url of its binary
-// form.
+// encode returns the cursor as an opaque string.
 func (c *sweepCursor) encode() string {
 	b := appendBytes([]byte{sweepCursorVersion}, []byte(c.Table))
 	b = appendBytes(b, []byte(c.Region))
@@ -190,9 +146,7 @@ func (c *sweepCursor) encode() string {
 
 func appendBytes(b, v []byte) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
 
-// appendCursorKey appends a key in the binary form: a uvarint attribute
-// count, then per attribute, sorted by name, its name, a type byte and its
-// value.
+// appendCursorKey appends a key in the binary form (see the framing).
 func appendCursorKey(b []byte, key map[string]sweepKeyValue) []byte {
 	b = binary.AppendUvarint(b, uint64(len(key)))
 	for _, name := range slices.Sorted(maps.Keys(key)) {
@@ -209,10 +163,8 @@ func appendCursorKey(b []byte, key map[string]sweepKeyValue) []byte {
 	return b
 }
 
-// sweepDecodeCursor decodes a cursor returned by a sweep in SweepScan
-// mode of table restricted to region ("" for none). Any other input, a
-// cursor of another table, region or mode included, is an error matching
-// ErrInvalidCursor; it never panics.
+// sweepDecodeCursor decodes a scan cursor of table and region; any other
+// input is an error matching ErrInvalidCursor.
 func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	raw, err := cursorBytes(s)
 	if err != nil {
@@ -236,8 +188,7 @@ func sweepDecodeCursor(s, table, region string) (*sweepCursor, error) {
 	return c, nil
 }
 
-// cursorBytes returns the bytes of a cursor string: base64url without
-// padding, at most maxCursorLen long.
+// cursorBytes returns the bytes of a cursor string.
 func cursorBytes(s string) ([]byte, error) {
 	if len(s) > maxCursorLen {
 		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidCursor, maxCursorLen)
@@ -299,8 +250,7 @@ func (r *cursorReader) bytes() []byte {
 	return v
 }
 
-// key reads a key that appendCursorKey wrote; it is empty (not nil) for
-// a count of zero.
+// key reads a key appendCursorKey wrote; empty (not nil) for a count of 0.
 func (r *cursorReader) key() map[string]sweepKeyValue {
 	attrs := r.uvarint(len(r.b)) // each takes 3 bytes at least
 	key := make(map[string]sweepKeyValue, min(attrs, 4))
@@ -356,16 +306,26 @@ func decodeScanCursor(raw []byte) (*sweepCursor, error) {
 	return c, nil
 }
 
+// checkCursorOwner refuses a cursor of table cTable and region cRegion for a
+// sweep of table in region.
+func checkCursorOwner(cTable, cRegion, table, region string) error {
+	switch {
+	case cTable != table:
+		return fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
+	case cRegion != region && region == "":
+		return fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, cRegion)
+	case cRegion != region:
+		return fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
+	}
+	return nil
+}
+
 // validate checks what the cursor of a sweep of table in region holds.
 func (c *sweepCursor) validate(table, region string) error {
-	switch {
-	case c.Table != table:
-		return fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
-	case c.Region != region && region == "":
-		return fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, c.Region)
-	case c.Region != region:
-		return fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
-	case len(c.Segments) < 1 || len(c.Segments) > MaxSweepSegments:
+	if err := checkCursorOwner(c.Table, c.Region, table, region); err != nil {
+		return err
+	}
+	if len(c.Segments) < 1 || len(c.Segments) > MaxSweepSegments {
 		return fmt.Errorf("%w: %d segments", ErrInvalidCursor, len(c.Segments))
 	}
 	for i, seg := range c.Segments {
@@ -376,8 +336,7 @@ func (c *sweepCursor) validate(table, region string) error {
 	return nil
 }
 
-// checkCursorKey reports a key that no DynamoDB key can be: a value with
-// no type or several, an empty name or value.
+// checkCursorKey reports a key that no DynamoDB key can be.
 func checkCursorKey(key map[string]sweepKeyValue) error {
 	for name, v := range key {
 		n, empty := 0, false
@@ -400,8 +359,8 @@ func checkCursorKey(key map[string]sweepKeyValue) error {
 	return nil
 }
 
-// sweepKeyToCursor converts a LastEvaluatedKey; ok is false when it holds a
-// value that no key attribute can have.
+// sweepKeyToCursor converts a LastEvaluatedKey; ok is false for a value no
+// key attribute can have.
 func sweepKeyToCursor(key map[string]types.AttributeValue) (map[string]sweepKeyValue, bool) {
 	out := make(map[string]sweepKeyValue, len(key))
 	for name, v := range key {
@@ -419,8 +378,7 @@ func sweepKeyToCursor(key map[string]types.AttributeValue) (map[string]sweepKeyV
 	return out, true
 }
 
-// sweepKeyFromCursor is the inverse of sweepKeyToCursor, for a cursor that
-// sweepDecodeCursor accepted.
+// sweepKeyFromCursor is the inverse of sweepKeyToCursor.
 func sweepKeyFromCursor(key map[string]sweepKeyValue) map[string]types.AttributeValue {
 	if key == nil {
 		return nil
@@ -439,29 +397,13 @@ func sweepKeyFromCursor(key map[string]sweepKeyValue) map[string]types.Attribute
 	return out
 }
 
-// sweepCursorKey is the partition key of the item in which Resume keeps
-// the resume cursor of the sweeps of every record, in the key table
-// itself. No key record's partition key begins with '#', and Sweep never
-// deletes it: it counts it as a foreign item.
+// sweepCursorKey is the partition key of Resume's cursor item, followed by
+// "/" and the region for a regional sweep. No key record's partition key
+// begins with '#': sweeps count it as foreign.
 const sweepCursorKey = "#sweep-cursor"
 
-// regionCursorKeyPrefix begins the partition key of a region's cursor item.
-const regionCursorKeyPrefix = sweepCursorKey + "/"
-
-// sweepCursorKeyFor returns the partition key of the item that keeps the
-// resume cursor of the sweeps restricted to region: sweepCursorKey when
-// region is "", otherwise sweepCursorKey + "/" + region. On a global table
-// each region's sweeper thus keeps its own item, which only it writes.
-func sweepCursorKeyFor(region string) string {
-	if region == "" {
-		return sweepCursorKey
-	}
-	return regionCursorKeyPrefix + region
-}
-
 // checkSweepRegion refuses a region longer than MaxSweepRegionLen, or not
-// valid UTF-8 (DynamoDB would store another string: the region's sweeper
-// would find none of its records).
+// valid UTF-8 (DynamoDB would store another string).
 func checkSweepRegion(region string) error {
 	if len(region) > MaxSweepRegionLen {
 		return fmt.Errorf("dynamostore: sweep region of %d bytes, more than %d (MaxSweepRegionLen)", len(region), MaxSweepRegionLen)
@@ -478,16 +420,22 @@ const (
 	attrSweepUpdated = "updated"
 )
 
-// cursorItemKey returns the primary key of the item that keeps region's
-// resume cursor: sweepCursorKeyFor(region) in the layout's namespace.
+// cursorItemKey returns the primary key of region's cursor item.
 func (l *layout) cursorItemKey(region string) map[string]types.AttributeValue {
-	return l.ItemKey(l.Namespaced(sweepCursorKeyFor(region)))
+	return l.reservedItemKey(sweepCursorKey, region)
 }
 
-// loadSweepCursor returns the resume cursor saveSweepCursor saved in table
-// for region, or "" when there is none: one consistent GetItem. Errors:
-// *StoreError; *RecordError when that item is not a cursor item; without
-// any call, an error when region is longer than MaxSweepRegionLen bytes.
+// reservedItemKey returns the primary key of a sweep's own item name (for
+// region, name + "/" + region) in the layout's namespace.
+func (l *layout) reservedItemKey(name, region string) map[string]types.AttributeValue {
+	if region != "" {
+		name += "/" + region
+	}
+	return l.ItemKey(l.Namespaced(name))
+}
+
+// loadSweepCursor returns region's saved cursor, or "": one consistent
+// GetItem.
 func (l *layout) loadSweepCursor(ctx context.Context, client SweepClient, table, region string) (string, error) {
 	if err := checkSweepRegion(region); err != nil {
 		return "", err
@@ -506,13 +454,9 @@ func (l *layout) loadSweepCursor(ctx context.Context, client SweepClient, table,
 	return getS(out.Item, attrSweepCursor)
 }
 
-// saveSweepCursor keeps cursor in table for loadSweepCursor with the same
-// region: one PutItem, or, when cursor is "" (the pass finished), one
-// DeleteItem. now is written as the item's "updated" time for operators.
-// Errors: *StoreError, or, without any call, an error matching
-// ErrCursorTooLarge when the item would exceed 400,000 bytes (never for a
-// cursor a Sweeper returned for a key table), or one for a region longer
-// than MaxSweepRegionLen bytes.
+// saveSweepCursor saves region's cursor with now as "updated" (one
+// PutItem), or deletes the item when cursor is "" (one DeleteItem). A
+// cursor too large for the item is refused without a call.
 func (l *layout) saveSweepCursor(ctx context.Context, client SweepClient, table, region, cursor string, now time.Time) error {
 	if err := checkSweepRegion(region); err != nil {
 		return err

@@ -218,7 +218,7 @@ func TestCursorIsItsVersionTableRegionAndSegmentsByteForByte(t *testing.T) {
 	c.Region = "r1"
 	want = append([]byte{sweepCursorVersion, 4, 'k', 'e', 'y', 's', 2, 'r', '1'}, want[7:]...)
 	assert.Equal(t, base64.RawURLEncoding.EncodeToString(want), c.encode())
-	assert.Equal(t, sweepCursorKey, sweepCursorKeyFor(""), "the region-less cursor item")
+	assert.Equal(t, sweepCursorKey, cursorItemPK(""), "the region-less cursor item")
 }
 
 func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T) {
@@ -248,7 +248,7 @@ func TestCursorOfOneRegionIsRejectedByASweepOfAnotherRegionOrOfNone(t *testing.T
 func TestEachRegionsCursorHasItsOwnItemAndAnOverlongRegionMakesNoCall(t *testing.T) {
 	keys := map[string]bool{}
 	for _, region := range []string{"", "us-east-1", "eu-west-1", "us-east-1/x", longestRegion} {
-		key := sweepCursorKeyFor(region)
+		key := cursorItemPK(region)
 		assert.False(t, keys[key], "one item per region: %q", region)
 		keys[key] = true
 		_, _, isRecord := keyschema.Split(key)
@@ -355,7 +355,7 @@ func TestRegionalSweepersOnOneGlobalTableKeepTheirOwnCursors(t *testing.T) {
 func TestSweepersLeaveEveryCursorItemAndTheTopologyRecordAlone(t *testing.T) {
 	ep, table, clock := regionalTable(t)
 	ctx := context.Background()
-	reserved := []string{sweepCursorKey, sweepCursorKeyFor("us-east-1"), sweepCursorKeyFor("eu-west-1"),
+	reserved := []string{sweepCursorKey, cursorItemPK("us-east-1"), cursorItemPK("eu-west-1"),
 		"#idemkey/multiregion/topology"} // multiregion.TopologyPartitionKey
 	for _, pk := range reserved {
 		_, err := ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
@@ -417,4 +417,25 @@ func TestResumeWithAnotherSegmentsContinuesThePassAndSaysSo(t *testing.T) {
 	assert.Equal(t, 1, r.Segments, "the stored pass goes on with its one segment")
 	assert.Contains(t, logs.String(), "Segments applies from the next pass")
 	assert.Contains(t, logs.String(), "pass_segments=1 segments=4")
+}
+
+// cursorSegmentBytes is the largest segment of a key table's cursor: pending
+// after a "pk" of maxPartitionKeyBytes.
+const cursorSegmentBytes = 1 + 1 + 1 + len(PartitionKey) + 1 + 2 + maxPartitionKeyBytes
+
+// sweepCursorWorstLen bounds the cursor strings a sweep of a key table with
+// segments segments returns; the bound is reached from 128 segments.
+func sweepCursorWorstLen(segments int) int {
+	return base64.RawURLEncoding.EncodedLen(cursorHeaderBytes + segments*cursorSegmentBytes)
+}
+
+// sweepCursorItemBytes is the size of the cursor item on the default schema.
+func sweepCursorItemBytes(cursorLen int, region string) int {
+	return defaultLayout.cursorItemBytes(cursorLen, region)
+}
+
+// cursorItemPK is the partition key value of region's cursor item on the
+// default schema.
+func cursorItemPK(region string) string {
+	return defaultLayout.cursorItemKey(region)[PartitionKey].(*types.AttributeValueMemberS).Value
 }

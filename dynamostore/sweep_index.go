@@ -19,47 +19,37 @@ import (
 // SweepMode is how a Sweeper finds the records it deletes.
 //
 // SweepScan reads every item of the table with a parallel Scan: a run
-// costs half a read unit per 4 KB of the whole table, live records and
-// (on a shared table) the application's items included, however few
-// records expired. It needs nothing but the table, and suits small tables.
+// costs half a read unit per 4 KB of the whole table (live records and a
+// shared table's other items included), however few records expired. It
+// needs nothing but the table, and suits small tables.
 //
 // SweepIndex reads the expiry index (ExpiryIndexName, created by
 // EnsureExpiryIndex) with Query: per shard, the records whose exp passed,
 // oldest first, and the one record that expires next. A run costs read
 // units in proportion to the expired records it reads, plus two queries
-// per shard (2 × ExpiryIndexShards queries when nothing is to be done),
-// whatever the number of live records. The index costs writes: see
-// EnsureExpiryIndex.
+// per shard, whatever the number of live records; the index costs writes
+// (see EnsureExpiryIndex). A stuck record (in progress, lock expired, exp
+// ahead) is read only once its exp passes, and is then evicted; SweepScan
+// reclaims it as soon as its lock expires. Nothing waits for it meanwhile:
+// a retry of its key takes over the expired lock.
 //
-// A stuck record (in progress, its lock expired, its exp ahead: its owner
-// died) is not read in SweepIndex mode until its exp passes, when it is
-// evicted as any expired record; SweepScan reclaims it as soon as its
-// lock expires. Nothing waits for it meanwhile: a retry of its key takes
-// over the expired lock by itself, so the scan's early delete only frees
-// its storage sooner. Reading stuck records early would need the state in
-// the index's key, which would cost two more index writes per request.
+// A record without ExpiryBucketAttribute (written before the index
+// existed, or by a Store without Options.ExpiryIndex) is not in the index.
+// A sweep in SweepIndex mode therefore also scans the table for such
+// records (a Scan filtered on the attribute's absence, charged and rate
+// limited for every item it reads), unless a scan that found none started
+// within UnindexedScanInterval. It decides each as SweepScan does and
+// counts it as SweepReport.Unindexed. The scan is one more part of the
+// sweep, paged, budgeted and resumed with the shards; it spans passes in
+// the cursor. A whole scan that finds none is noted in an item of the
+// table ("#expiry-index-complete", or with "/" and the Region, in the
+// schema's namespace as Resume's cursor item is). Records are never
+// rewritten to put them in the index: set Options.ExpiryIndex on every
+// Store of the table.
 //
-// A record without ExpiryBucketAttribute (written before the index existed,
-// or by a Store without Options.ExpiryIndex) is not in the index. So that
-// such records are evicted on a table without TTL too, and shown, a sweep
-// in SweepIndex mode also scans the table for them (a Scan filtered on
-// the attribute's absence: DynamoDB charges it, and the rate limit counts
-// it, for every item it reads) unless a scan that found none started
-// within UnindexedScanInterval. It decides each such record as SweepScan
-// does (evicts an expired one, reclaims a stuck one) and counts it as
-// SweepReport.Unindexed. The scan is one more part of the sweep, paged,
-// budgeted and resumed with the shards, and it spans passes: its position
-// stays in the cursor when the pass of the shards finishes. A scan that
-// reads the whole table without finding one is noted in an item of the
-// table ("#expiry-index-complete", or "#expiry-index-complete/" and the
-// Region, in the schema's namespace as Resume's cursor item is); until the note is UnindexedScanInterval old, sweeps read the
-// index alone. A Store writing without the option after that is found at
-// the next scan: set Options.ExpiryIndex on every Store of the table.
-// Records are never rewritten to put them in the index.
-//
-// Both modes delete with the same conditional deletes, so they are equally
-// safe: a record claimed again, completed or deleted since it was read
-// survives and counts as skipped.
+// Both modes delete with the same conditional deletes: a record claimed
+// again, completed or deleted since it was read survives and counts as
+// skipped.
 type SweepMode string
 
 const (
@@ -70,49 +60,39 @@ const (
 )
 
 // ErrSweepSchema reports a sweep in SweepIndex mode whose
-// SweepOptions.Schema is not the one of the Stores writing the table: a
-// whole pass read no entry of the index in the sweep's buckets (whose
-// values carry its Prefix: see ExpiryBucket), while the index holds
-// entries of other buckets. Such a sweep would evict nothing and report no
-// lag. The error's message names the sweep's Prefix and the bucket found.
-// On a table shared by several schemas, a sweep of one whose records are
-// not yet in the index gets it too, until its first record is.
+// SweepOptions.Schema is not the Stores': a whole pass read no entry of
+// its buckets (see ExpiryBucket) while the index holds entries of others.
+// Such a sweep would evict nothing. The message names the sweep's Prefix
+// and the bucket found. On a table shared by several schemas, a sweep of
+// one whose records are not yet in the index gets it too.
 var ErrSweepSchema = errors.New("dynamostore: the sweep's key schema is not the one of the table's records")
 
 // ErrExpiryIndex reports a table whose expiry index is missing, neither
-// ACTIVE nor UPDATING (CREATING, DELETING), or not the one EnsureExpiryIndex creates (another key schema, or
-// another projection than exactly the attributes it projects: fewer, which
-// a sweep reads, or more, which a commit would write). The error's message
-// names the table, the index and what is wrong.
+// ACTIVE nor UPDATING, or not the one EnsureExpiryIndex creates (another
+// key schema or projection). The message names the table, the index and
+// what is wrong.
 var ErrExpiryIndex = errors.New("dynamostore: expiry index missing or unfit")
 
-// indexPhase is the query a shard's sweep stands at. The phases of a shard
-// run in this order; each pages until its end.
+// indexPhase is the query a shard's sweep stands at, in this order.
 type indexPhase byte
 
 const (
 	// phaseExpired reads the shard's records whose exp passed.
 	phaseExpired indexPhase = iota
-	// phaseNext reads the shard's record that expires next (Limit 1):
-	// the observation of the oldest live record. A sweep with
-	// SweepOptions.Region reads on until the next of the records it may
-	// delete, in pages of 1, 2, 4 and more entries up to PageSize.
+	// phaseNext reads the record that expires next (with a Region, the
+	// next this sweep may delete, in growing pages).
 	phaseNext
 	// phaseDone: the shard is swept.
 	phaseDone
 )
 
-// indexProjectedAttributes are the attributes besides the keys that the
-// expiry index projects: those a sweep reads that no write after a claim
-// changes (a commit rewrites the state and the response, and keeps these,
-// the lock token and the exp), so that a commit leaves the index entry as
-// it is. The marker matters on a schema with a Prefix only, and is
-// projected on every schema so that one index definition fits all.
+// indexProjectedAttributes are the non-key attributes the expiry index
+// projects: those a sweep reads that no commit changes, so that a commit
+// leaves the entry as it is. The marker is projected on every schema so
+// that one index definition fits all.
 var indexProjectedAttributes = []string{attrCreated, attrLockExp, attrRegion, keyschema.Marker}
 
-// indexProjection returns the projection of a Query of the expiry index
-// and its names: the keys of the table and the index's projected
-// attributes that the layout uses.
+// indexProjection returns the projection of a Query of the index.
 func (l *layout) indexProjection() (string, map[string]string) {
 	return l.withRecordKey("#pk, #exp, #created, #lock_exp, #region", map[string]string{
 		"#pk": l.PartitionKey, "#exp": l.TTLAttribute, "#created": attrCreated,
@@ -147,9 +127,7 @@ func (l *layout) indexQuery(table string, shard int, phase indexPhase, now time.
 	}
 }
 
-// indexParse reads an index entry, which holds no state nor lock token
-// (f has neither); ok is false for an entry that is not a key record of
-// this package in the layout.
+// indexParse reads an index entry, which holds no state nor lock token.
 func (l *layout) indexParse(item map[string]types.AttributeValue) (f sweepFields, ok bool) {
 	if f.pk, f.exp, f.created, f.region, ok = l.sweepKeyFields(item); !ok {
 		return f, false
@@ -161,13 +139,8 @@ func (l *layout) indexParse(item map[string]types.AttributeValue) (f sweepFields
 	return f, true
 }
 
-// indexItem decides one index entry read at now and deletes its record if
-// it expired. The index does not hold the state: an entry whose exp
-// passed under a lock that holds is left alone as live (a record of this
-// package always expires after its lock; the sweep does not rely on it),
-// and the delete's
-// condition (the scan's eviction condition) leaves alone a record claimed
-// again since.
+// indexItem decides one index entry and evicts its record if expired; an
+// entry under a live lock is live (the eviction's condition checks again).
 func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string]types.AttributeValue, t *sweepTally) {
 	l := r.s.layout
 	f, ok := l.indexParse(item)
@@ -185,9 +158,8 @@ func (r *sweepRun) indexItem(ctx context.Context, now time.Time, item map[string
 	}
 }
 
-// The parts of a sweep in SweepIndex mode: the shards, 0 to
-// ExpiryIndexShards-1, and unindexedPart, the scan for the records outside
-// the index.
+// The parts of an index sweep: the shards, then unindexedPart, the scan
+// for the records outside the index.
 const (
 	unindexedPart = ExpiryIndexShards
 	indexParts    = ExpiryIndexShards + 1
@@ -209,16 +181,14 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 		}
 	}
 	run := s.newRun(ctx, start)
-	// The shards, the scan for the records outside the index, and the
-	// reads and writes of the note of its last clean pass.
+	// The shards, the unindexed scan, and the note's calls.
 	tallies := make([]sweepTally, ExpiryIndexShards+2)
 	scan, note := &tallies[unindexedPart], &tallies[unindexedPart+1]
 	note.done = true
 	if cur.Unindexed == unindexedNone && ctx.Err() == nil && s.unindexedDue(ctx, start, note) {
 		cur.Unindexed, cur.UnindexedAfter, cur.UnindexedSince = unindexedClean, nil, start.UnixMilli()
 	}
-	// The parts left, in turn from cur.Next: under a budget that serves
-	// a few parts per run, every part is served within a few runs.
+	// The parts left, in turn from cur.Next, so that every part is served.
 	var order []int
 	for i := range indexParts {
 		switch part := (cur.Next + i) % indexParts; {
@@ -263,8 +233,7 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 		s.unindexedDone(ctx, cur.UnindexedSince, found, note)
 	}
 	report, err := s.report(start, s.opts.Segments, tallies)
-	// The pass is the shards': the scan for the records outside the
-	// index goes on across passes, in the cursor.
+	// The pass is the shards'; the unindexed scan spans passes.
 	if report.Finished = allDone(tallies[:ExpiryIndexShards]); report.Finished {
 		report.StoppedBy = ""
 	}
@@ -298,7 +267,6 @@ func (s *Sweeper) sweepIndex(ctx context.Context, cursor string) (*SweepReport, 
 	return s.conclude(ctx, report, tallies, cmp.Or(err, schemaErr))
 }
 
-// allDone reports whether every tally is done.
 func allDone(tallies []sweepTally) bool {
 	for _, t := range tallies {
 		if !t.done {
@@ -308,10 +276,8 @@ func allDone(tallies []sweepTally) bool {
 	return true
 }
 
-// checkBuckets is called after a pass that read no entry of the
-// sweeper's buckets: it reads one entry of the index (a Scan, Limit 1),
-// and returns an error matching ErrSweepSchema when it is in another
-// bucket than the sweeper's. A failed Scan is a failed call of t.
+// checkBuckets, after a pass that read none of the sweep's buckets, reads
+// one index entry and returns ErrSweepSchema when it is of another bucket.
 func (s *Sweeper) checkBuckets(ctx context.Context, t *sweepTally) error {
 	out, err := s.client.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                &s.table,
@@ -358,9 +324,8 @@ func bucketSchema(v string) string {
 	return "not a bucket of this package"
 }
 
-// indexShard sweeps one shard of the expiry index from phase, starting
-// after the index key after (nil: from the phase's start), until the shard
-// is done, its stop time comes, its context ends or a Query fails.
+// indexShard sweeps one shard from phase after the key after (nil: from
+// the phase's start) until it is done, stops or a Query fails.
 func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, after map[string]types.AttributeValue) sweepTally {
 	t := sweepTally{phase: phase, after: after}
 	o := &r.s.opts
@@ -375,8 +340,7 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 			nextPages++
 		}
 		live := t.live
-		// One instant for the query's condition and the decisions on its
-		// items: every entry the expired phase returns is expired at now.
+		// One instant for the query and its decisions.
 		now := o.Now()
 		out, err := r.s.client.Query(ctx, r.s.layout.indexQuery(r.s.table, shard, t.phase, now, limit, t.after))
 		if err != nil {
@@ -394,8 +358,7 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 			t.stop = SweepStoppedByCancel // the page is read again next time
 			return t
 		}
-		// The next phase reads one entry, or with a Region on until the
-		// first record this sweep may delete: the next of its own.
+		// phaseNext ends at one entry, or with a Region at the first own.
 		if len(out.LastEvaluatedKey) == 0 || (t.phase == phaseNext && (o.Region == "" || t.live > live)) {
 			t.phase, t.after = t.phase+1, nil
 			continue
@@ -406,9 +369,8 @@ func (r *sweepRun) indexShard(ctx context.Context, shard int, phase indexPhase, 
 	return t
 }
 
-// checkIndex checks, until it once succeeds, that the table has the
-// expiry index fit for the sweeper's schema and readable: ACTIVE, or
-// UPDATING (a change of its throughput, during which it answers queries).
+// checkIndex checks, until it once succeeds, that the table has the expiry
+// index fit for the schema and readable (ACTIVE or UPDATING).
 func (s *Sweeper) checkIndex(ctx context.Context) error {
 	if s.indexChecked.Load() {
 		return nil

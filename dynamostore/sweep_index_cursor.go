@@ -7,12 +7,10 @@ import (
 	"math"
 )
 
-// sweepIndexCursorVersion is the version of the cursors of SweepIndex
-// mode; SweepScan's is sweepCursorVersion.
+// sweepIndexCursorVersion is the version of SweepIndex mode's cursors.
 const sweepIndexCursorVersion = 6
 
-// unindexedScan is where a sweep in SweepIndex mode stands in its scan of
-// the table for the key records outside the expiry index.
+// unindexedScan is where the scan for the records outside the index stands.
 type unindexedScan byte
 
 const (
@@ -24,54 +22,34 @@ const (
 	unindexedFound
 )
 
-// indexCursor is the decoded form of a resume cursor of SweepIndex mode:
-// where each shard of the index stands, and where the scan for the
-// records outside the index does.
+// indexCursor is a decoded cursor of SweepIndex mode.
 type indexCursor struct {
 	Table  string
 	Region string // "" for none
 	Shards [ExpiryIndexShards]indexShardCursor
-	// Unindexed is the state of the scan for the records outside the
-	// index; while it runs, UnindexedAfter is the table key to continue
-	// after (nil: from the start) and UnindexedSince the time it started,
-	// in epoch milliseconds.
+	// While the unindexed scan runs: the key to continue after (nil: the
+	// start) and its start in epoch ms.
 	Unindexed      unindexedScan
 	UnindexedAfter map[string]sweepKeyValue
 	UnindexedSince int64
-	// Seen is set once the pass read an entry of the sweep's buckets.
-	Seen bool
-	// Next is the part the next run serves first: a shard, or
-	// unindexedPart for the scan.
-	Next int
+	Seen           bool // the pass read an entry of the sweep's buckets
+	Next           int  // the part the next run serves first
 }
 
-// indexShardCursor is one shard's position: its phase, and the index key
-// to continue the phase after (nil: from the phase's start).
+// indexShardCursor is one shard's phase and key to continue after.
 type indexShardCursor struct {
 	Phase indexPhase
 	After map[string]sweepKeyValue
 }
 
-// Framing of a version 6 cursor, before base64url (no padding):
-//
-//	version byte (6)
-//	uvarint length, table name
-//	uvarint length, region (0 for none, at most MaxSweepRegionLen)
-//	uvarint shard count (ExpiryIndexShards)
-//	per shard: its phase byte, then, unless the phase is done, a key as
-//	a scan's cursor holds one (a uvarint attribute count, 0 for the
-//	phase's start, and the attributes)
-//	the scan for the records outside the index: its state byte, then,
-//	unless it is none, a table key as above and a uvarint start time
-//	(epoch milliseconds)
-//	a byte, 1 when the pass read an entry of its buckets, else 0
-//	uvarint, the part the next run starts with (a shard, or 32: the scan).
-//
-// A shard's key holds up to four attributes (the table's partition key,
-// the index's two keys, and the table's sort key when it has one), so the
-// cursor of a table whose keys are at DynamoDB's maximal sizes takes 32
-// such keys and one table key of about 3.2 KB, about 145 KB in base64:
-// far below the 400 KB of the item Resume keeps it in.
+// Framing of a version 6 cursor, before base64url (no padding): the
+// version byte, the table and region as a scan cursor's, a uvarint shard
+// count (ExpiryIndexShards); per shard its phase byte and, unless done, a
+// key as a scan cursor's (0 attributes: the phase's start); the unindexed
+// scan's state byte and, unless none, a table key and a uvarint start
+// (epoch ms); a byte, 1 when the pass read an entry of its buckets; a
+// uvarint, the part the next run starts with. At DynamoDB's maximal key
+// sizes it takes about 145 KB, far below the cursor item's 400 KB.
 
 // btob is 1 for true, 0 for false.
 func btob(v bool) byte {
@@ -102,10 +80,8 @@ func (c *indexCursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeIndexCursor decodes a cursor returned by a sweep in SweepIndex
-// mode of table restricted to region ("" for none). Any other input, a
-// cursor of SweepScan mode, of another table or of another region
-// included, is an error matching ErrInvalidCursor; it never panics.
+// decodeIndexCursor decodes an index cursor of table and region; any other
+// input is an error matching ErrInvalidCursor.
 func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	raw, err := cursorBytes(s)
 	if err != nil {
@@ -159,13 +135,8 @@ func decodeIndexCursor(s, table, region string) (*indexCursor, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	switch {
-	case c.Table != table:
-		return nil, fmt.Errorf("%w: it belongs to a sweep of another table", ErrInvalidCursor)
-	case c.Region != region && region == "":
-		return nil, fmt.Errorf("%w: it belongs to the sweep of region %q, this sweep has no region", ErrInvalidCursor, c.Region)
-	case c.Region != region:
-		return nil, fmt.Errorf("%w: it belongs to a sweep of another region than %q", ErrInvalidCursor, region)
+	if err := checkCursorOwner(c.Table, c.Region, table, region); err != nil {
+		return nil, err
 	}
 	for i, sh := range c.Shards {
 		if err := checkCursorKey(sh.After); err != nil {

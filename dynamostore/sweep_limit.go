@@ -8,11 +8,8 @@ import (
 )
 
 // sweepBucket is a token bucket that may go into debt: a caller waits until
-// the balance is not negative, does its work, then pays what the work cost
-// (items scanned, capacity consumed), which it only learns afterwards. The
-// balance refills at rate tokens per second up to burst. A bucket with a
-// rate of zero or less never makes anyone wait. It is safe for concurrent
-// use.
+// the balance is not negative, works, then pays what the work cost. A rate
+// of zero or less never waits.
 type sweepBucket struct {
 	rate, burst float64
 	now         func() time.Time
@@ -22,8 +19,7 @@ type sweepBucket struct {
 	last    time.Time
 }
 
-// newSweepBucket returns a full bucket: burst is one second's worth of
-// rate, and at least one token.
+// newSweepBucket returns a full bucket of one second's worth, at least 1.
 func newSweepBucket(rate float64, now func() time.Time) *sweepBucket {
 	b := &sweepBucket{rate: rate, burst: max(rate, 1), now: now}
 	b.balance = b.burst
@@ -38,8 +34,7 @@ func (b *sweepBucket) refill(t time.Time) {
 	b.last = t
 }
 
-// delay returns how long until the balance is no longer negative: zero
-// when it is not.
+// delay returns how long until the balance is no longer negative.
 func (b *sweepBucket) delay() time.Duration {
 	if b.rate <= 0 {
 		return 0
@@ -50,8 +45,7 @@ func (b *sweepBucket) delay() time.Duration {
 	if b.balance >= 0 {
 		return 0
 	}
-	// A tiny rate makes a wait longer than a Duration holds: saturate,
-	// rather than wrap to a negative wait (no limit at all).
+	// Saturate rather than wrap to a negative wait.
 	if secs := -b.balance / b.rate; secs < float64(math.MaxInt64)/float64(time.Second) {
 		return time.Duration(secs * float64(time.Second))
 	}

@@ -46,22 +46,18 @@ type ReleaseKeyOptions struct {
 
 // ReleaseKey deletes the live record of (scope, key) so that the next
 // request with the key executes: an operator's tool for a stuck key. It
-// reads the record with one consistent GetItem, then deletes it with one
-// DeleteItem conditioned on the record being the one it read (same state,
-// same lock token) and, for a stuck record, its lock still being expired.
-// It returns the record it deleted.
+// reads the record (one consistent GetItem), then deletes it with one
+// DeleteItem conditioned on the same state and lock token and, for a
+// stuck record, its lock still expired. It returns the deleted record.
 //
 // Errors: ErrInvalidRequest for a scope or key that is not valid UTF-8
-// (nothing is read or deleted); ErrNotFound when there is no live record; ErrLockHeld for an
-// in-progress record whose lock holds, without InProgress; ErrKeyCompleted
-// for a completed record, without Completed, and ErrOtherRegion for a
-// record of a region other than Region (these three return the record
-// left in place along with the error); ErrLockLost when the record changed
-// between the read and the delete (nothing was deleted; a delete the SDK
-// sent again after an attempt whose answer was lost, and that then finds
-// the record gone by a consistent read, had deleted it and returns the
-// record); *StoreError;
-// *RecordError for an item that is not a valid record.
+// (no call); ErrNotFound when there is no live record; ErrLockHeld (an
+// in-progress record under a live lock, without InProgress),
+// ErrKeyCompleted (without Completed) and ErrOtherRegion (a record of a
+// region other than Region), each with the record left in place;
+// ErrLockLost when the record changed between the read and the delete (a
+// delete the SDK retried that finds the record gone by a consistent read
+// had deleted it, and returns it); *StoreError; *RecordError.
 func (s *Store) ReleaseKey(ctx context.Context, scope, key string, optFns ...func(*ReleaseKeyOptions)) (*Record, error) {
 	var o ReleaseKeyOptions
 	for _, fn := range optFns {

@@ -18,8 +18,7 @@ const (
 	SweepStoppedByError SweepStop = "error"
 )
 
-// severity orders the reasons, so that a report names the worst one of its
-// segments.
+// severity orders the reasons: a report names its parts' worst.
 func (s SweepStop) severity() int {
 	switch s {
 	case SweepStoppedByBudget:
@@ -35,36 +34,28 @@ func (s SweepStop) severity() int {
 // SweepReport is what one Sweep did. Its counts cover this run only; the
 // runs of one pass add up to the pass.
 //
-// Every scanned item is counted once in Evicted, Reclaimed, Skipped,
-// LiveKeys or Foreign, or, when its delete failed, in Errors; a page
-// interrupted by cancellation is the exception (see Sweep).
-//
-// In SweepIndex mode the items are the entries of the expiry index read
-// by Query, which hold the keys and the attributes a sweep decides on:
-// every record whose exp passed, in progress or completed, and per shard
-// the record that expires next; and the items of the scan for the records
-// outside the index, while it runs (see SweepMode). The live records are otherwise not read,
-// so LiveKeys and OldestLiveKeyAge describe the records read (see each
-// field), and Reclaimed is zero (see SweepMode); the other figures mean
-// what they mean in SweepScan mode.
+// Every item read is counted once in Evicted, Reclaimed, Skipped, LiveKeys
+// or Foreign, or, when its delete failed, in Errors, except on a page
+// interrupted by cancellation (see Sweep). In SweepIndex mode the items are
+// the index entries read (every record whose exp passed, and per shard the
+// one that expires next) and the items of the scan for the records outside
+// the index while it runs (see SweepMode).
 type SweepReport struct {
-	Table string
-	// Mode is the sweep's mode.
+	Table  string
 	Mode   SweepMode
 	DryRun bool
-	// Segments is the number of parallel scan segments; in SweepIndex
-	// mode, the number of shards swept in parallel.
+	// Segments is the number of parallel scan segments (in SweepIndex
+	// mode, of shards swept in parallel).
 	Segments int
 	Started  time.Time
 	Duration time.Duration
 	// Pages is the number of Scan (or Query) pages read.
 	Pages int64
-	// Scanned is the number of items (index entries) read, from
-	// DynamoDB's ScannedCount (or the number of items returned, where an
-	// implementation leaves ScannedCount out). Of the scan for the records
-	// outside the index (SweepIndex mode), it counts the items its filter
-	// returned; those it dropped, which are in the index, count in the
-	// rate limit and in ConsumedReadUnits only.
+	// Scanned is the number of items read: DynamoDB's ScannedCount, or the
+	// items returned where an implementation leaves it out. Of the scan
+	// for the records outside the index, only the items its filter
+	// returned count; the others count in the rate limit and
+	// ConsumedReadUnits only.
 	Scanned int64
 	// Evicted counts expired records deleted (with DryRun: that would
 	// have been).
@@ -72,80 +63,60 @@ type SweepReport struct {
 	// Reclaimed counts stuck records deleted: in progress, lock expired.
 	Reclaimed int64
 	// Skipped counts deletes whose condition failed: the record was
-	// claimed again, completed or deleted between the scan and the delete.
-	// A delete the SDK sent again after an attempt whose answer was lost
-	// (a timeout, a 5xx) and that then finds the record gone, by a
-	// consistent read, had deleted it: it counts as Evicted or Reclaimed.
-	// In SweepIndex mode it also counts entries of records already
-	// deleted that the index, eventually consistent, still returned, and
-	// expired items of the key namespace whose state is none of this
-	// package's (the index does not hold the state; a scan counts them as
-	// Foreign).
+	// claimed again, completed or deleted since it was read. A delete the
+	// SDK retried after a lost answer that finds the record gone by a
+	// consistent read counts as Evicted or Reclaimed. In SweepIndex mode
+	// it also counts stale index entries and expired items of the key
+	// namespace in no state of this package (a scan counts them Foreign).
 	Skipped int64
-	// LiveKeys counts live records seen: neither expired nor stuck. In
-	// SweepIndex mode those are the next record to expire of each shard
-	// (at most ExpiryIndexShards; with SweepOptions.Region, the next of
-	// the records the sweep may delete, and those of them on the page
-	// that read it), not the table's live records, and the
-	// live records that the scan for the records outside the index read.
+	// LiveKeys counts the live records read: neither expired nor stuck. In
+	// SweepIndex mode those are each shard's next to expire (with a
+	// Region, up to the next of its own) and the live records of the scan
+	// for the records outside the index.
 	LiveKeys int64
-	// Foreign counts items that are not key records, and with
-	// SweepOptions.Region the records of other regions, left alone.
+	// Foreign counts items that are not key records and, with
+	// SweepOptions.Region, the records left to other regions.
 	Foreign int64
-	// Unowned counts, among Foreign, the key records that a sweep with
-	// SweepOptions.Region saw and that no regional sweep deletes: without
-	// Owns, the records of no region (written by a Store without
-	// Options.Region: give that Store its region); with Owns, those it
-	// calls orphans. An expired one counts toward EvictionLag. The
-	// summary log record is a warning when there is one.
+	// Unowned counts, among Foreign, the key records of a regional sweep
+	// that no regional sweep deletes: without Owns, those of no region
+	// (give their Store its Options.Region); with Owns, its orphans. An
+	// expired one counts toward EvictionLag. The summary log record is
+	// then a warning.
 	Unowned int64
-	// Unindexed counts, in SweepIndex mode, the key records read by the
-	// scan for the records outside the expiry index: those without
-	// ExpiryBucketAttribute, written before the index existed or by a
-	// Store without Options.ExpiryIndex (see SweepMode). Each is also
-	// counted in Evicted, Reclaimed, Skipped, LiveKeys or Foreign as a
-	// scan counts it, and when expired toward EvictionLag. Zero in
-	// SweepScan mode; not zero means a Store writing the table lacks
-	// Options.ExpiryIndex, or records from before it remain: the summary
-	// log record is then a warning.
+	// Unindexed counts, in SweepIndex mode, the key records without
+	// ExpiryBucketAttribute read by the scan for them (see SweepMode),
+	// each also counted as a scan counts it. Not zero means a Store lacks
+	// Options.ExpiryIndex or older records remain; the summary log record
+	// is then a warning.
 	Unindexed int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
-	// live record seen; zero when none was seen. In SweepIndex mode the
-	// records seen are those with the smallest exp of each shard (with
-	// SweepOptions.Region, among the records the sweep may delete), and the
-	// figure is an estimate: a record's exp is its claim time plus its
-	// lease plus the Retention (a commit within the lock keeps it), so the
-	// record that expires first is the one claimed first when every Store
-	// writing the table has the same Retention and lease; otherwise an
-	// older record that expires later is missed, older by at most the
-	// difference in Retention plus the longest lease (a CommitFirst record
-	// has no lease), or more for a record committed after its lock expired
-	// (its exp counts from its completion).
+	// live record read; zero when none was. In SweepIndex mode it is an
+	// estimate from each shard's next record to expire: with one
+	// Retention and lease for every Store that is the oldest; otherwise an
+	// older record may be missed, older by at most the difference in
+	// Retention plus the longest lease, or more for a record committed
+	// after its lock expired (its exp counts from its completion).
 	OldestLiveKeyAge time.Duration
-	// EvictionLag is how long ago the oldest expired record seen expired:
-	// how far eviction is behind. Zero when no expired record was seen.
-	// In SweepIndex mode each shard's expired records are read oldest
-	// first, so a finished pass sees the oldest expired record of the
-	// index; a record outside the index counts once the scan for such
-	// records reads it, in every run until it is deleted (see SweepMode).
+	// EvictionLag is how long ago the oldest expired record read expired
+	// (zero when none was). A finished SweepIndex pass reads each shard's
+	// oldest; a record outside the index counts in every run whose scan
+	// reads it until it is deleted.
 	EvictionLag time.Duration
 	// ConsumedReadUnits and ConsumedWriteUnits sum the capacity DynamoDB
-	// reported for the Scans (or Queries) and the successful deletes, the
-	// whole run's: a delete's write units include the index entry it
-	// removes. Zero on implementations that report none (a bare minidyn;
-	// the embedded emulator's front reports an estimate).
+	// reported for the reads and the successful deletes (a delete's
+	// include its index entry). Zero where an implementation reports none.
 	ConsumedReadUnits, ConsumedWriteUnits float64
 	// Errors counts failed DynamoDB calls; ErrorMessages holds the first
 	// five, naming keys only by a short hash of their partition key.
 	Errors        int64
 	ErrorMessages []string
 	// Finished is true when the pass is complete; Cursor is then "",
-	// except in SweepIndex mode while a scan for the records outside the
-	// index is unfinished (it spans passes: see SweepMode).
+	// unless an index sweep's scan for the records outside the index is
+	// unfinished (it spans passes).
 	Finished bool
 	// StoppedBy says why an unfinished pass stopped ("" when finished).
 	StoppedBy SweepStop
-	// Cursor resumes the pass with the next Sweep. It is opaque, and holds
+	// Cursor resumes the pass with the next Sweep. It is opaque and holds
 	// partition key values: store it like the table's data, never log it.
 	Cursor string
 }

@@ -7,38 +7,27 @@ import (
 	"log/slog"
 )
 
-// Resume runs one sweep that continues the pass earlier calls of Resume on
-// the same table and SweepOptions.Region left unfinished, and keeps the
-// cursor in the table itself, so that a scheduled sweeper needs no state
-// of its own:
+// Resume runs one Sweep that continues the pass earlier calls of Resume on
+// the same table and Region left unfinished, keeping the cursor in the
+// table, so that a scheduled sweeper needs no state of its own. Unless
+// DryRun, it reads the stored cursor (one consistent GetItem) and, when
+// the cursor changed, writes the new one (one PutItem) or deletes the item
+// once the pass finished (one DeleteItem). A stored cursor that cannot be
+// used (another table, Region or Mode, or corrupt) is logged at Warn and a
+// new pass starts. A scan pass resumes with its cursor's segments; when
+// that is not SweepOptions.Segments an Info record says the new number
+// applies from the next pass.
 //
-//   - unless DryRun, it reads the stored cursor (one consistent GetItem);
-//   - it sweeps from there, or from the start of a new pass when there is
-//     none or when the stored cursor cannot be used (written for another
-//     table, Region or Mode, or corrupt: logged at Warn); a scan pass
-//     resumes with the cursor's number of segments, so that it covers the
-//     table exactly once, and when that is not SweepOptions.Segments an
-//     Info record says so: the new number applies from the next pass;
-//   - unless DryRun, when the cursor changed it writes the cursor of the
-//     unfinished pass (one PutItem), or deletes the item once the pass
-//     finished (one DeleteItem); in SweepIndex mode an unfinished scan
-//     for the records outside the index keeps a cursor after its pass
-//     finished (see SweepMode).
-//
-// The cursor item's partition key is "#sweep-cursor" ("#sweep-cursor/"
-// followed by the region with Region set, so that each region's sweeper of
-// a global table keeps its own item), preceded by Prefix + "#" on a
-// KeySchema with a Prefix, and with the schema's SortKeyValue as its sort
-// key on one with a SortKey. No key record's partition key begins with
-// '#' (or Prefix + "##"), and sweeps count the item as foreign and never
-// delete it. Concurrent callers overwrite each other's cursor; as each saves only
-// positions it has swept up to, that at worst repeats part of a pass.
+// The cursor item's partition key is "#sweep-cursor" (with "/" and the
+// Region when set), after Prefix + "#" on a KeySchema with a Prefix, with
+// SortKeyValue as its sort key on one with a SortKey. No key record's
+// partition key begins so: sweeps count the item as foreign. Concurrent
+// callers overwrite each other's cursor, which at worst repeats part of a
+// pass.
 //
 // A failed read or write of the cursor counts in the report's Errors and
-// ErrorMessages, and is returned, joined with the sweep's own error; when
-// the read fails nothing is swept and the report holds only that error.
-// The returned report's Cursor is always empty: the cursor holds
-// partition key values, and it is in the table.
+// ErrorMessages and is returned, joined with the sweep's error; when the
+// read fails nothing is swept. The report's Cursor is always empty.
 func (s *Sweeper) Resume(ctx context.Context) (*SweepReport, error) {
 	start := s.opts.Now()
 	var stored string

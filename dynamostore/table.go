@@ -33,16 +33,15 @@ var _ TableClient = (*dynamodb.Client)(nil)
 // other than the default, is off).
 var ErrTableSchema = errors.New("dynamostore: table schema does not fit key records")
 
-// EnsureTable makes table ready for key records and returns when it is:
-// it creates the table if missing (on-demand capacity, partition key "pk"
-// of type String), waits until it is ACTIVE (at most maxWait, default two
-// minutes when zero), and enables TTL on TTLAttribute unless it is already
-// ENABLED or ENABLING there. When the update is refused because TTL changed
-// meanwhile (another process), it succeeds only if TTL is then ENABLED or
-// ENABLING on TTLAttribute; DISABLING or DISABLED is an error. It is
-// idempotent and safe to call at every start, from several
-// processes at once. An existing table with another key schema, or with TTL
-// on another attribute, is an error matching ErrTableSchema.
+// EnsureTable makes table ready for key records: it creates it if missing
+// (on-demand capacity, String partition key "pk"), waits until it is
+// ACTIVE (at most maxWait; zero: two minutes), and enables TTL on
+// TTLAttribute unless it is ENABLED or ENABLING there. When the update is
+// refused because another process changed TTL meanwhile, it succeeds only
+// if TTL is then ENABLED or ENABLING on TTLAttribute. It is idempotent and
+// safe to call at every start, from several processes at once. An existing
+// table with another key schema, or with TTL on another attribute, is an
+// error matching ErrTableSchema.
 func EnsureTable(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
 	if _, err := ensureActive(ctx, client, table, defaultLayout.Schema, maxWait); err != nil {
 		return err
@@ -50,19 +49,13 @@ func EnsureTable(ctx context.Context, client TableClient, table string, maxWait 
 	return ensureTTL(ctx, client, table, defaultLayout.TTLAttribute)
 }
 
-// EnsureSchemaTable is EnsureTable for the table of a KeySchema. With the
-// zero KeySchema it is EnsureTable. With any other schema it changes only
-// a table it creates:
-//
-//   - a missing table is created (on-demand capacity, the schema's
-//     partition key and sort key, both Strings), and once it is ACTIVE
-//     TTL is enabled on the schema's TTLAttribute, as EnsureTable does;
-//   - an existing table is only read: its key schema must be the schema's
-//     (partition key, and sort key or none, both Strings), and TTL must be
-//     ENABLED or ENABLING on the schema's TTLAttribute. A table with TTL on
-//     another attribute is an error naming both attributes (a table has
-//     one TTL attribute: set TTLAttribute to the table's); TTL off is an
-//     error saying to enable it. Both match ErrTableSchema.
+// EnsureSchemaTable is EnsureTable for the table of a KeySchema (with the
+// zero KeySchema, it is EnsureTable). With any other schema it changes
+// only a table it creates, with the schema's String keys and TTL on its
+// TTLAttribute; of an existing table it checks that the key schema is the
+// schema's and that TTL is ENABLED or ENABLING on TTLAttribute. TTL on
+// another attribute (a table has one: set TTLAttribute to the table's) or
+// off is an error that says what to do. All match ErrTableSchema.
 //
 // It panics if schema is invalid (KeySchema.Validate).
 func EnsureSchemaTable(ctx context.Context, client TableClient, table string, schema KeySchema, maxWait time.Duration) error {
@@ -77,11 +70,11 @@ func EnsureSchemaTable(ctx context.Context, client TableClient, table string, sc
 	if created {
 		return ensureTTL(ctx, client, table, s.TTLAttribute)
 	}
-	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	ttl, err := describeTTL(ctx, client, table)
 	if err != nil {
-		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+		return err
 	}
-	on, err := ttlOn(table, out.TimeToLiveDescription, s.TTLAttribute)
+	on, err := ttlOn(table, ttl, s.TTLAttribute)
 	if err == nil && !on {
 		err = fmt.Errorf("%w: table %q has TTL off; enable it on %q (UpdateTimeToLive), this call changes no table it did not create",
 			ErrTableSchema, table, s.TTLAttribute)
@@ -89,9 +82,8 @@ func EnsureSchemaTable(ctx context.Context, client TableClient, table string, sc
 	return err
 }
 
-// ensureActive creates table if missing (without TTL), checks the key
-// schema of an existing one against s, and waits until it is ACTIVE. It
-// reports whether this call created the table.
+// ensureActive creates table if missing (without TTL) or checks its key
+// schema, waits until it is ACTIVE, and reports whether it created it.
 func ensureActive(ctx context.Context, client TableClient, table string, s keyschema.Schema, maxWait time.Duration) (created bool, err error) {
 	if maxWait <= 0 {
 		maxWait = 2 * time.Minute
@@ -144,29 +136,23 @@ var ErrTTLEnabled = fmt.Errorf("%w: TTL must be off", ErrTableSchema)
 
 // EnsureTableWithoutTTL is EnsureTable for a key table whose expired
 // records a sweeper deletes and DynamoDB TTL must not: a multi-Region
-// strongly consistent (MRSC) global table, which does not support TTL, and
-// a multi-Region eventually consistent (MREC) global table guarded in
-// multiregion's HomeRegion mode, where a TTL deletion in one replica is
-// replicated to every other and can erase a newer record (see package
-// multiregion).
+// strongly consistent (MRSC) global table, which does not support TTL, or
+// an MREC global table in multiregion's HomeRegion mode, where a TTL
+// deletion replicates and can erase a newer record (see multiregion).
 //
-// It creates table if missing (on-demand capacity, partition key "pk" of
-// type String, no TTL) and waits until it is ACTIVE (at most maxWait,
-// default two minutes when zero), as EnsureTable does, then reads the
-// table's TTL with DescribeTimeToLive and never changes it: TTL ENABLED,
-// ENABLING or DISABLING (TTL deletions continue until DISABLED), on any
-// attribute, is an error matching ErrTTLEnabled and ErrTableSchema. An
-// existing table with another key schema is an error matching
-// ErrTableSchema. It is idempotent and safe to call at every start.
+// It creates and waits for the table as EnsureTable does, without TTL,
+// and never changes TTL: TTL ENABLED, ENABLING or DISABLING (deletions
+// continue until DISABLED), on any attribute, is an error matching
+// ErrTTLEnabled. Another key schema is an error matching ErrTableSchema.
 func EnsureTableWithoutTTL(ctx context.Context, client TableClient, table string, maxWait time.Duration) error {
 	if _, err := ensureActive(ctx, client, table, defaultLayout.Schema, maxWait); err != nil {
 		return err
 	}
-	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	ttl, err := describeTTL(ctx, client, table)
 	if err != nil {
-		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+		return err
 	}
-	if d := out.TimeToLiveDescription; d != nil && d.TimeToLiveStatus != "" && d.TimeToLiveStatus != types.TimeToLiveStatusDisabled {
+	if d := ttl; d != nil && d.TimeToLiveStatus != "" && d.TimeToLiveStatus != types.TimeToLiveStatusDisabled {
 		return fmt.Errorf("%w: table %q has TTL %s on %q; disable it (UpdateTimeToLive) and wait until it is DISABLED, "+
 			"and evict expired records with a sweeper", ErrTTLEnabled, table, d.TimeToLiveStatus, aws.ToString(d.AttributeName))
 	}
@@ -209,11 +195,11 @@ func keyNames(schema []types.KeySchemaElement) (hash, sort string) {
 }
 
 func ensureTTL(ctx context.Context, client TableClient, table, ttlAttr string) error {
-	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	ttl, err := describeTTL(ctx, client, table)
 	if err != nil {
-		return &StoreError{Op: "DescribeTimeToLive", Err: err}
+		return err
 	}
-	if on, err := ttlOn(table, out.TimeToLiveDescription, ttlAttr); on || err != nil {
+	if on, err := ttlOn(table, ttl, ttlAttr); on || err != nil {
 		return err
 	}
 	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
@@ -226,9 +212,8 @@ func ensureTTL(ctx context.Context, client TableClient, table, ttlAttr string) e
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
 		// Another process enabled it between our describe and update.
-		again, derr := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
-		if derr == nil {
-			if on, err := ttlOn(table, again.TimeToLiveDescription, ttlAttr); on || err != nil {
+		if again, derr := describeTTL(ctx, client, table); derr == nil {
+			if on, err := ttlOn(table, again, ttlAttr); on || err != nil {
 				return err
 			}
 		}
@@ -239,9 +224,8 @@ func ensureTTL(ctx context.Context, client TableClient, table, ttlAttr string) e
 	return nil
 }
 
-// ttlOn reports whether d says TTL is ENABLED or ENABLING on want; TTL
-// enabled or enabling on another attribute is an error matching
-// ErrTableSchema. DISABLED and DISABLING are off, whatever the attribute.
+// ttlOn reports whether d says TTL is ENABLED or ENABLING on want; on
+// another attribute that is an ErrTableSchema.
 func ttlOn(table string, d *types.TimeToLiveDescription, want string) (bool, error) {
 	if d == nil {
 		return false, nil
@@ -255,4 +239,12 @@ func ttlOn(table string, d *types.TimeToLiveDescription, want string) (bool, err
 		return true, nil
 	}
 	return false, nil
+}
+
+func describeTTL(ctx context.Context, client TableClient, table string) (*types.TimeToLiveDescription, error) {
+	out, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: &table})
+	if err != nil {
+		return nil, &StoreError{Op: "DescribeTimeToLive", Err: err}
+	}
+	return out.TimeToLiveDescription, nil
 }

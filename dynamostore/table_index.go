@@ -15,55 +15,35 @@ import (
 )
 
 // EnsureExpiryIndex makes the existing key table ready for a Sweeper in
-// SweepIndex mode and returns when it is: it creates the expiry index if
-// missing (one UpdateTable) and waits until the index is
-// readable (ACTIVE, or UPDATING: a throughput change), at most maxWait
-// (default two minutes when zero). The index is a
-// global secondary index named ExpiryIndexName, partition key
-// ExpiryBucketAttribute (String), sort key the schema's TTLAttribute
-// (Number), projecting besides the keys only attributes that no write
-// after a claim changes (INCLUDE: "c", "e", "g" and "idemkey": the claim
-// time, the lock's expiry, the region and the marker). On
-// a table with provisioned capacity the index gets the table's read and
-// write capacity; on an on-demand table it is on-demand.
+// SweepIndex mode: it creates the expiry index if missing (one
+// UpdateTable) and waits, at most maxWait (zero: two minutes), until it
+// is readable (ACTIVE, or UPDATING). The index is the global secondary
+// index ExpiryIndexName, partition key ExpiryBucketAttribute (String),
+// sort key the schema's TTLAttribute (Number), projecting INCLUDE "c",
+// "e", "g" and "idemkey" (the claim time, the lock's expiry, the region
+// and the marker): attributes no commit changes. On a provisioned table
+// it gets the table's capacity; on an on-demand table it is on-demand.
 //
-// An existing index is only checked: it must have that key schema and
-// project INCLUDE exactly those attributes; otherwise the error matches
-// ErrExpiryIndex and names what is wrong. An index that projects more
-// (ALL, or the "state" that an earlier, unreleased version of this
-// function projected, whose records also carried other bucket values)
-// is refused too, since every commit would write it: delete the index
-// and call again to create it anew. A missing table is an error (create
-// it first with EnsureTable or EnsureSchemaTable), and so is a table
-// whose key schema is not the schema's (ErrTableSchema). It is
-// idempotent and safe to call from several processes at once: one that
-// finds the index being created waits for it.
+// An existing index is only checked: another key schema or projection
+// (fewer attributes, or more, which every commit would write) is an error
+// matching ErrExpiryIndex that names what is wrong; delete the index and
+// call again. A missing table is an error (create it with EnsureTable or
+// EnsureSchemaTable), and so is one whose key schema is not the schema's
+// (ErrTableSchema). It is idempotent and safe to call concurrently.
 //
-// Creating the index on a table that holds records makes DynamoDB
-// backfill it, which on a large table takes minutes to hours; the wait
-// then ends with an error saying the index is still CREATING, and a later
-// call (or the Sweeper, which refuses an index that is neither ACTIVE nor
-// UPDATING) takes it from there. Records written by a store without
-// Options.ExpiryIndex (or before it was set) have no ExpiryBucketAttribute
-// and are not in the index: the Sweeper finds them by a scan of the table
-// (see SweepMode) until a whole scan finds none, and DynamoDB's TTL
-// deletes them only on a table whose TTL is on.
+// DynamoDB backfills a new index from the table's items, which takes
+// minutes to hours on a large table: the wait may end with an error saying
+// the index is still CREATING; call again to keep waiting. Records without
+// ExpiryBucketAttribute are not in the index: see SweepMode.
 //
-// What the index costs: a write of a record that puts, changes or
-// removes its index entry writes the index too, one write unit per entry
-// of up to 1 KB (an entry holds the keys and the projected attributes,
-// about 100 bytes with a short key); a write that leaves the entry as it
-// was (same bucket, same exp, same projected attributes) costs the index
-// nothing. A record's bucket depends on its key only and its exp is set
-// by its claim, and a commit within the claim's lock keeps it (see
-// Options.Retention), so per outcome of a request: claim +1, commit 0,
-// release +1, a claim that replaces an expired or stuck record +2 (the
-// entry's exp changes: a delete and a put), a replay, a request in flight
-// or a mismatch 0 (no write), CommitFirst +1, a commit after the lock
-// expired +2 (its exp moves); the sweeper's eviction +1, and a delete by
-// DynamoDB's TTL
-// removes the entry too. A first execution that is later evicted thus
-// costs 2 index write units besides its 3 or more on the table.
+// Cost: one index write unit (per 1 KB entry, about 100 bytes with a short
+// key) for each write that puts, changes or removes a record's entry; a
+// write that leaves it as it was costs the index nothing. Per outcome:
+// claim +1, commit 0 (within the lock; +2 after it, as exp moves),
+// release +1, a claim replacing an expired or stuck record +2, a replay,
+// a request in flight or a mismatch 0, CommitFirst +1, eviction (by the
+// sweeper or TTL) +1. A first execution later evicted costs 2 index write
+// units besides its 3 or more on the table.
 //
 // It panics if schema is invalid (KeySchema.Validate).
 func EnsureExpiryIndex(ctx context.Context, client TableClient, table string, schema KeySchema, maxWait time.Duration) error {
@@ -96,8 +76,7 @@ func EnsureExpiryIndex(ctx context.Context, client TableClient, table string, sc
 	return l.waitExpiryIndex(ctx, client, table, deadline)
 }
 
-// createExpiryIndex returns the UpdateTable that creates the expiry index
-// on the table t describes.
+// createExpiryIndex returns the UpdateTable that creates the index on t.
 func (l *layout) createExpiryIndex(table string, t *types.TableDescription) *dynamodb.UpdateTableInput {
 	create := &types.CreateGlobalSecondaryIndexAction{
 		IndexName: aws.String(ExpiryIndexName),
@@ -123,8 +102,8 @@ func (l *layout) createExpiryIndex(table string, t *types.TableDescription) *dyn
 	}
 }
 
-// waitExpiryIndex waits until the expiry index is readable,
-// with DescribeTable from 200 ms to 5 s apart, until deadline.
+// waitExpiryIndex polls DescribeTable (200 ms to 5 s apart) until the
+// index is readable or deadline.
 func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table string, deadline time.Time) error {
 	delay := 200 * time.Millisecond
 	for {
@@ -152,9 +131,7 @@ func (l *layout) waitExpiryIndex(ctx context.Context, client TableClient, table 
 	}
 }
 
-// indexReadable reports whether the index answers queries with every
-// entry: ACTIVE, or UPDATING (its throughput changing, or the table's);
-// not CREATING (still backfilled) nor DELETING.
+// indexReadable reports whether the index answers with every entry.
 func indexReadable(gsi *types.GlobalSecondaryIndexDescription) bool {
 	switch indexStatus(gsi) {
 	case types.IndexStatusActive, types.IndexStatusUpdating:
@@ -163,9 +140,8 @@ func indexReadable(gsi *types.GlobalSecondaryIndexDescription) bool {
 	return false
 }
 
-// indexStatus returns the status of an index: ACTIVE for an
-// implementation that reports none (the embedded emulator), whose indexes
-// exist as soon as they are created.
+// indexStatus is ACTIVE where an implementation reports none (the
+// embedded emulator's indexes exist once created).
 func indexStatus(gsi *types.GlobalSecondaryIndexDescription) types.IndexStatus {
 	if gsi.IndexStatus == "" {
 		return types.IndexStatusActive
@@ -173,12 +149,9 @@ func indexStatus(gsi *types.GlobalSecondaryIndexDescription) types.IndexStatus {
 	return gsi.IndexStatus
 }
 
-// expiryIndexOf returns the expiry index of the table t describes and
-// checks it: its key schema, attribute types and projection must be those
-// EnsureExpiryIndex creates (an INCLUDE projection of exactly its
-// attributes: ALL, KEYS_ONLY or others are unfit). A missing
-// index returns nil and an error; an unfit one the index and an error;
-// both errors match ErrExpiryIndex and name the table and the index.
+// expiryIndexOf returns the expiry index of t and checks it is the one
+// EnsureExpiryIndex creates: missing, nil and an error; unfit, the index
+// and an error (both ErrExpiryIndex).
 func (l *layout) expiryIndexOf(table string, t *types.TableDescription) (*types.GlobalSecondaryIndexDescription, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%w: table %q is not described", ErrExpiryIndex, table)

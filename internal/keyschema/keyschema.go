@@ -6,6 +6,7 @@ package keyschema
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -102,7 +103,7 @@ func (s Schema) Check(reserved []string) error {
 		}
 	}
 	for _, name := range append([]string{s.PartitionKey, s.SortKey, s.TTLAttribute}, reserved...) {
-		if strings.ContainsAny(name, "\x00") {
+		if strings.ContainsRune(name, 0) {
 			return fmt.Errorf("attribute name %q contains a NUL byte", name)
 		}
 		if !utf8.ValidString(name) {
@@ -112,11 +113,9 @@ func (s Schema) Check(reserved []string) error {
 	if !utf8.ValidString(s.SortKeyValue) {
 		return fmt.Errorf("SortKeyValue %q is not valid UTF-8: DynamoDB would store another value, and no record would read back", s.SortKeyValue)
 	}
-	for _, name := range reserved {
-		for _, own := range []string{s.PartitionKey, s.SortKey, s.TTLAttribute} {
-			if name == own {
-				return fmt.Errorf("attribute %q is a key record attribute; choose another name", own)
-			}
+	for _, own := range []string{s.PartitionKey, s.SortKey, s.TTLAttribute} {
+		if slices.Contains(reserved, own) {
+			return fmt.Errorf("attribute %q is a key record attribute; choose another name", own)
 		}
 	}
 	return nil
@@ -145,11 +144,10 @@ func (s Schema) Value(scope, key string) string { return s.Namespaced(PartitionK
 // Parse inverts Value; ok is false for a value Value never returns.
 func (s Schema) Parse(v string) (scope, key string, ok bool) {
 	if s.Prefix != "" {
-		rest, found := strings.CutPrefix(v, s.Prefix+"#")
-		if !found {
+		var found bool
+		if v, found = strings.CutPrefix(v, s.Prefix+"#"); !found {
 			return "", "", false
 		}
-		v = rest
 	}
 	return Split(v)
 }

@@ -26,9 +26,6 @@ type Client interface {
 
 var _ Client = (*dynamodb.Client)(nil)
 
-// Options are package txn's.
-type Options = txn.Options
-
 // ErrFenceFailed is matched by *FenceError.
 var ErrFenceFailed = errors.New("txn: fence condition failed")
 
@@ -42,7 +39,7 @@ type FenceError struct {
 func (e *FenceError) Error() string   { return ErrFenceFailed.Error() }
 func (e *FenceError) Is(t error) bool { return t == ErrFenceFailed }
 
-func defaults(o *Options) {
+func defaults(o *txn.Options) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 4
 	}
@@ -71,7 +68,7 @@ func defaults(o *Options) {
 // TransactionInProgressException (the attempt is still being applied); in
 // that last case the outcome is unknown and the caller must find out from
 // the fence item.
-func Write(ctx context.Context, client Client, fence types.TransactWriteItem, effects []types.TransactWriteItem, token func(attempt int) string, o Options) error {
+func Write(ctx context.Context, client Client, fence types.TransactWriteItem, effects []types.TransactWriteItem, token func(attempt int) string, o txn.Options) error {
 	if n := 1 + len(effects); n > txn.MaxActions {
 		return fmt.Errorf("%w: %d actions (the key record and %d staged), DynamoDB allows %d", txn.ErrTooManyActions, n, len(effects), txn.MaxActions)
 	}
@@ -86,7 +83,7 @@ func Write(ctx context.Context, client Client, fence types.TransactWriteItem, ef
 // SDK gives the call a ClientRequestToken of its own, repeated on its
 // retries. Errors are Write's, without *FenceError; a
 // *txn.ConditionFailedError's Index counts from the first effect.
-func WriteStaged(ctx context.Context, client Client, effects []types.TransactWriteItem, o Options) error {
+func WriteStaged(ctx context.Context, client Client, effects []types.TransactWriteItem, o txn.Options) error {
 	if n := len(effects); n > txn.MaxActions {
 		return fmt.Errorf("%w: %d staged actions, DynamoDB allows %d", txn.ErrTooManyActions, n, txn.MaxActions)
 	}
@@ -95,9 +92,8 @@ func WriteStaged(ctx context.Context, client Client, effects []types.TransactWri
 
 // write runs the attempts of one transaction of items, whose first fenced
 // (0 or 1) items are the fence.
-func write(ctx context.Context, client Client, items []types.TransactWriteItem, fenced int, token func(attempt int) string, o Options) error {
+func write(ctx context.Context, client Client, items []types.TransactWriteItem, fenced int, token func(attempt int) string, o txn.Options) error {
 	defaults(&o)
-
 	for attempt := 0; ; attempt++ {
 		in := &dynamodb.TransactWriteItemsInput{TransactItems: items}
 		if token != nil {
@@ -118,14 +114,10 @@ func write(ctx context.Context, client Client, items []types.TransactWriteItem, 
 			}
 			return mapped
 		}
-		if err := backoff.Sleep(ctx, delay(o, attempt)); err != nil {
+		if err := backoff.Sleep(ctx, backoff.Jittered(o.BaseDelay, o.MaxDelay, attempt)); err != nil {
 			return fmt.Errorf("txn: TransactWriteItems: %w (after %v)", err, mapped)
 		}
 	}
-}
-
-func delay(o Options, attempt int) time.Duration {
-	return backoff.Jittered(o.BaseDelay, o.MaxDelay, attempt)
 }
 
 // classify maps a TransactWriteItems error and says whether a new attempt

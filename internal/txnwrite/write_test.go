@@ -53,7 +53,7 @@ func effects(n int) []types.TransactWriteItem {
 
 func token(attempt int) string { return "tok-" + string(rune('0'+attempt)) }
 
-var fast = Options{BaseDelay: 1, MaxDelay: 1}
+var fast = txn.Options{BaseDelay: 1, MaxDelay: 1}
 
 func TestWriteMapsCancellationReasons(t *testing.T) {
 	cases := []struct {
@@ -106,7 +106,7 @@ func TestWriteRetriesConflictsAndThrottlingWithNewTokens(t *testing.T) {
 
 func TestWriteGivesUpAfterMaxAttempts(t *testing.T) {
 	s := &scripted{errs: []error{canceled("TransactionConflict"), canceled("TransactionConflict"), canceled("TransactionConflict")}}
-	err := Write(context.Background(), s, fence, nil, token, Options{BaseDelay: 1, MaxDelay: 1, MaxAttempts: 3})
+	err := Write(context.Background(), s, fence, nil, token, txn.Options{BaseDelay: 1, MaxDelay: 1, MaxAttempts: 3})
 	var ce *txn.ConflictError
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, 3, ce.Attempts)
@@ -117,14 +117,14 @@ func TestWriteStopsRetryingWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := &scripted{errs: []error{canceled("TransactionConflict")}}
-	err := Write(ctx, s, fence, nil, token, Options{BaseDelay: 1 << 40, MaxDelay: 1 << 40})
+	err := Write(ctx, s, fence, nil, token, txn.Options{BaseDelay: 1 << 40, MaxDelay: 1 << 40})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
 func TestWriteRejectsMoreThanMaxActionsWithoutCalling(t *testing.T) {
 	s := &scripted{}
-	assert.NoError(t, Write(context.Background(), s, fence, effects(txn.MaxActions-1), token, Options{}))
-	err := Write(context.Background(), s, fence, effects(txn.MaxActions), token, Options{})
+	assert.NoError(t, Write(context.Background(), s, fence, effects(txn.MaxActions-1), token, txn.Options{}))
+	err := Write(context.Background(), s, fence, effects(txn.MaxActions), token, txn.Options{})
 	assert.ErrorIs(t, err, txn.ErrTooManyActions)
 	assert.Len(t, s.tokens, 1)
 }
@@ -146,8 +146,8 @@ func TestWriteStagedCountsItsActionsFromTheFirstEffect(t *testing.T) {
 
 func TestWriteStagedTakesUpToMaxActionsEffects(t *testing.T) {
 	s := &scripted{}
-	assert.NoError(t, WriteStaged(context.Background(), s, effects(txn.MaxActions), Options{}))
-	err := WriteStaged(context.Background(), s, effects(txn.MaxActions+1), Options{})
+	assert.NoError(t, WriteStaged(context.Background(), s, effects(txn.MaxActions), txn.Options{}))
+	err := WriteStaged(context.Background(), s, effects(txn.MaxActions+1), txn.Options{})
 	assert.ErrorIs(t, err, txn.ErrTooManyActions)
 	assert.Len(t, s.tokens, 1, "the refused call was not made")
 }
