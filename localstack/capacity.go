@@ -73,9 +73,6 @@ func (c *capacity) write(w *change, factor float64) {
 	u := c.of(w.t.name)
 	u.write += factor * writeUnits(max(itemSize(w.old), itemSize(w.new)))
 	for name, x := range w.t.indexes {
-		if !x.global {
-			continue
-		}
 		before, bpart := w.t.entry(x, w.old)
 		after, apart := w.t.entry(x, w.new)
 		var n float64

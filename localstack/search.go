@@ -62,7 +62,7 @@ func (e *emulator) start(body []byte) (*searchInput, *table, *view, error) {
 		if x = t.indexes[in.IndexName]; x == nil {
 			return nil, nil, nil, validation("The table does not have the specified index: %s", in.IndexName)
 		}
-		if x.global && in.ConsistentRead {
+		if in.ConsistentRead {
 			return nil, nil, nil, validation("Consistent reads are not supported on global secondary indexes")
 		}
 	}

@@ -102,9 +102,7 @@ var operations = map[string]func(*emulator, []byte) (any, error){
 	"Query":              (*emulator).query,
 	"Scan":               (*emulator).scan,
 	"BatchWriteItem":     (*emulator).batchWriteItem,
-	"BatchGetItem":       (*emulator).batchGetItem,
 	"TransactWriteItems": (*emulator).transactWriteItems,
-	"TransactGetItems":   (*emulator).transactGetItems,
 }
 
 // ServeHTTP implements http.Handler.

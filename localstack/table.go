@@ -18,7 +18,7 @@ type table struct {
 	created time.Time
 	attrs   map[string]string // attribute definitions: name -> S, N or B
 	primary *view
-	indexes map[string]*view // secondary indexes by name
+	indexes map[string]*view // global secondary indexes by name
 	items   map[string]map[string]*types.Item
 	billing string
 	through map[string]int64 // provisioned read and write capacity, if any
@@ -34,7 +34,6 @@ type table struct {
 // view is the primary key or a secondary index of a table.
 type view struct {
 	name      string // "" for the primary key
-	global    bool
 	hash, rng string // key attribute names; rng is "" without a sort key
 	project   string // ALL, KEYS_ONLY or INCLUDE
 	include   []string

@@ -33,7 +33,6 @@ type createTableInput struct {
 	AttributeDefinitions   []attributeDefinition
 	KeySchema              []keyElement
 	GlobalSecondaryIndexes []indexDefinition
-	LocalSecondaryIndexes  []indexDefinition
 	BillingMode            string
 	ProvisionedThroughput  *throughput
 }
@@ -64,8 +63,8 @@ func (e *emulator) createTable(body []byte) (any, error) {
 		return nil, err
 	}
 	t.primary = x
-	for i, def := range append(in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes...) {
-		if err := t.addIndex(def, i < len(in.GlobalSecondaryIndexes)); err != nil {
+	for _, def := range in.GlobalSecondaryIndexes {
+		if err := t.addIndex(def); err != nil {
 			return nil, err
 		}
 	}
@@ -116,8 +115,8 @@ func (t *table) newView(name string, schema []keyElement, p projection) (*view, 
 	return x, nil
 }
 
-// addIndex adds a secondary index to t and fills it with t's items.
-func (t *table) addIndex(def indexDefinition, global bool) error {
+// addIndex adds a global secondary index to t and fills it with t's items.
+func (t *table) addIndex(def indexDefinition) error {
 	if t.indexes[def.IndexName] != nil {
 		return validation("One or more parameter values were invalid: Duplicate index name: %s", def.IndexName)
 	}
@@ -125,7 +124,6 @@ func (t *table) addIndex(def indexDefinition, global bool) error {
 	if err != nil {
 		return err
 	}
-	x.global = global
 	for key, it := range t.items {
 		x.place(t, key, it)
 	}
@@ -149,7 +147,7 @@ func (t *table) describe(status, fresh string) map[string]any {
 		"BillingModeSummary":    map[string]string{"BillingMode": t.billing},
 		"ProvisionedThroughput": t.throughput(),
 	}
-	var global, local []map[string]any
+	var global []map[string]any
 	for _, name := range t.indexNames() {
 		x := t.indexes[name]
 		istatus := "ACTIVE"
@@ -157,20 +155,12 @@ func (t *table) describe(status, fresh string) map[string]any {
 			istatus = "CREATING"
 		}
 		desc := map[string]any{"IndexName": name, "KeySchema": x.schema(), "IndexArn": arn + "/index/" + name,
-			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0}
-		if x.global {
-			desc["IndexStatus"] = istatus
-			desc["ProvisionedThroughput"] = t.throughput()
-			global = append(global, desc)
-		} else {
-			local = append(local, desc)
-		}
+			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0,
+			"IndexStatus": istatus, "ProvisionedThroughput": t.throughput()}
+		global = append(global, desc)
 	}
 	if global != nil {
 		d["GlobalSecondaryIndexes"] = global
-	}
-	if local != nil {
-		d["LocalSecondaryIndexes"] = local
 	}
 	return d
 }
@@ -248,7 +238,7 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		switch {
 		case u.Create != nil:
-			if err := t.addIndex(*u.Create, true); err != nil {
+			if err := t.addIndex(*u.Create); err != nil {
 				return nil, err
 			}
 			fresh = u.Create.IndexName

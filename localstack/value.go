@@ -2,110 +2,57 @@ package localstack
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"math/big"
-	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/truora/minidyn/types"
 )
 
-// Attribute values are minidyn's types.Item, the type its expression
-// interpreter evaluates. Its fields are named as the members of DynamoDB's
-// JSON attribute value (S, N, B, BOOL, NULL, SS, NS, BS, L, M), so
-// encoding/json decodes requests into it as they are; responses are
-// encoded by item's MarshalJSON, which keeps empty lists and maps typed.
+// Attribute values are minidyn's types.Item, whose fields are named as
+// the members of DynamoDB's JSON attribute value, so requests decode into
+// it as they are; item's MarshalJSON writes the one member that is set.
 
 // item is one DynamoDB item (or key, or projection of one).
 type item map[string]*types.Item
 
 // MarshalJSON encodes the item in DynamoDB's JSON format.
 func (it item) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	writeItem(&b, it)
-	return b.Bytes(), nil
-}
-
-func writeItem(b *bytes.Buffer, it map[string]*types.Item) {
-	names := make([]string, 0, len(it))
-	for name := range it {
-		names = append(names, name)
+	m := make(map[string]any, len(it))
+	for name, v := range it {
+		m[name] = wire(v)
 	}
-	sort.Strings(names)
-	b.WriteByte('{')
-	for i, name := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeString(b, name)
-		b.WriteByte(':')
-		writeValue(b, it[name])
-	}
-	b.WriteByte('}')
+	return json.Marshal(m)
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s) // a string always encodes
-	b.Write(q)
-}
-
-func writeStrings(b *bytes.Buffer, tag string, ss []*string) {
-	b.WriteString(`{"` + tag + `":[`)
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeString(b, *s)
-	}
-	b.WriteString("]}")
-}
-
-func writeValue(b *bytes.Buffer, v *types.Item) {
+// wire is v as the JSON of its one member (validation leaves one).
+func wire(v *types.Item) any {
 	switch {
 	case v.S != nil:
-		b.WriteString(`{"S":`)
-		writeString(b, *v.S)
-		b.WriteByte('}')
+		return map[string]string{"S": *v.S}
 	case v.N != nil:
-		b.WriteString(`{"N":`)
-		writeString(b, *v.N)
-		b.WriteByte('}')
+		return map[string]string{"N": *v.N}
 	case v.B != nil:
-		b.WriteString(`{"B":"` + base64.StdEncoding.EncodeToString(v.B) + `"}`)
+		return map[string][]byte{"B": v.B}
 	case v.BOOL != nil:
-		b.WriteString(`{"BOOL":` + strconv.FormatBool(*v.BOOL) + `}`)
+		return map[string]bool{"BOOL": *v.BOOL}
 	case v.NULL != nil:
-		b.WriteString(`{"NULL":true}`)
+		return map[string]bool{"NULL": true}
 	case v.SS != nil:
-		writeStrings(b, "SS", v.SS)
+		return map[string][]*string{"SS": v.SS}
 	case v.NS != nil:
-		writeStrings(b, "NS", v.NS)
+		return map[string][]*string{"NS": v.NS}
 	case v.BS != nil:
-		b.WriteString(`{"BS":[`)
-		for i, e := range v.BS {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(`"` + base64.StdEncoding.EncodeToString(e) + `"`)
-		}
-		b.WriteString("]}")
+		return map[string][][]byte{"BS": v.BS}
 	case v.L != nil:
-		b.WriteString(`{"L":[`)
+		l := make([]any, len(v.L))
 		for i, e := range v.L {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeValue(b, e)
+			l[i] = wire(e)
 		}
-		b.WriteString("]}")
-	default: // M; validation leaves no other case
-		b.WriteString(`{"M":`)
-		writeItem(b, v.M)
-		b.WriteByte('}')
+		return map[string][]any{"L": l}
 	}
+	return map[string]item{"M": v.M}
 }
 
 // checkItem returns DynamoDB's message for the first value of it that is
@@ -295,8 +242,7 @@ func copyValue(v *types.Item) *types.Item {
 
 // sameItem reports whether a and b hold the same attributes and values.
 func sameItem(a, b map[string]*types.Item) bool {
-	var x, y bytes.Buffer
-	writeItem(&x, a)
-	writeItem(&y, b)
-	return bytes.Equal(x.Bytes(), y.Bytes())
+	x, _ := json.Marshal(item(a))
+	y, _ := json.Marshal(item(b))
+	return bytes.Equal(x, y)
 }
