@@ -10,33 +10,18 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 )
 
-// Latency is a per-call round-trip time, for benchmarks that measure what
-// a request costs in round trips. Each call takes a duration drawn
-// uniformly from [Base-Jitter, Base+Jitter] (never below zero) by a
-// generator seeded with Seed, so one seed gives one sequence of
-// durations; which call gets which depends on the order in which
-// concurrent calls draw.
-//
-// The duration is the whole call as the client sees it, the endpoint's
-// time to answer included, as a server's service time is part of a real
-// round trip: the request is sent at once and its answer is handed back
-// when the drawn duration has passed since it was sent, or as soon as it
-// arrives when the endpoint took longer. An endpoint that serialises its
-// requests (the embedded emulator) therefore keeps serving other calls
-// while one is held, as a server does while a packet is on the wire.
-//
-// The Go runtime wakes a sleeping goroutine up to about a millisecond
-// late when the process is otherwise idle (it waits for events in whole
-// milliseconds), so each hold is shortened by the mean lateness of the
-// client's holds so far: the durations spent average the drawn ones
-// instead of exceeding them.
+// Latency is a per-call round-trip time, for benchmarks that count round
+// trips. Each call takes a duration drawn uniformly from [Base-Jitter,
+// Base+Jitter] (never below zero) by a generator seeded with Seed. The
+// duration includes the endpoint's time to answer: the request is sent at
+// once, and its answer handed back when the duration has passed since (or
+// on arrival, if later), so a serialising endpoint keeps serving while an
+// answer is held. Each hold is shortened by the client's mean timer
+// lateness so far, so that the durations spent average the drawn ones.
 type Latency struct {
-	// Base is the mean delay of a call, the round-trip time.
-	Base time.Duration
-	// Jitter is the largest deviation from Base, in either direction.
-	Jitter time.Duration
-	// Seed seeds the generator of the delays.
-	Seed uint64
+	Base   time.Duration // the mean
+	Jitter time.Duration // the largest deviation from Base
+	Seed   uint64
 }
 
 // latencyClient is an aws.HTTPClient that holds every answer of next for

@@ -10,9 +10,8 @@ import (
 	"github.com/truora/minidyn/types"
 )
 
-// table is one table of the emulator: its items by primary key, the
-// primary key and each secondary index as a view partitioned by its
-// partition key, and an ordered list of the item keys for Scan.
+// table is one table: its items by item key, the primary key and each
+// index as a view by partition, and the item keys in scan order.
 type table struct {
 	name    string
 	created time.Time
@@ -21,17 +20,14 @@ type table struct {
 	indexes map[string]*view // global secondary indexes by name
 	items   map[string]map[string]*types.Item
 	billing string
-	through map[string]int64 // provisioned read and write capacity, if any
 
 	ttlAttribute string // "" when time to live is disabled
-
-	bytes int // the items' total size
+	bytes        int    // the items' total size
 
 	order []string // item keys in scan order; may hold deleted keys
 	added []string // keys of items added since order was sorted
 }
 
-// view is the primary key or a secondary index of a table.
 type view struct {
 	name      string // "" for the primary key
 	hash, rng string // key attribute names; rng is "" without a sort key
@@ -39,14 +35,13 @@ type view struct {
 	include   []string
 	parts     map[string]map[string]struct{} // partition key -> item keys
 	count     int                            // entries in the view
-	// ordered caches the entries of partitions in sort key order; a
-	// partition's is dropped when an item enters or changes in it, and may
-	// hold items that left it since.
+	// ordered caches partitions in sort key order, dropped when an item
+	// enters one; it may hold items that left since.
 	ordered map[string][]sorted
 }
 
-// keyOf returns the item key of it in t, or false when it lacks a key
-// attribute of the type t defines.
+// keyOf returns the item key of it, or false when it lacks a key attribute
+// of the defined type.
 func (t *table) keyOf(it map[string]*types.Item) (string, bool) {
 	h, ok := t.keyPart(it, t.primary.hash)
 	if !ok {
@@ -68,7 +63,6 @@ func (t *table) keyPart(it map[string]*types.Item, name string) (string, bool) {
 	return strconv.Itoa(len(k)) + ":" + k, true
 }
 
-// keyAttrs returns the primary key attributes of it.
 func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
 	k := map[string]*types.Item{}
 	for _, name := range []string{t.primary.hash, t.primary.rng} {
@@ -79,8 +73,8 @@ func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
 	return k
 }
 
-// entry returns the entry of it in the view x (nil when it lacks x's key
-// attributes) and x's partition it belongs to.
+// entry returns it as x holds it (nil when it lacks x's key) and its
+// partition.
 func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Item, string) {
 	part, ok := t.keyPart(it, x.hash)
 	if !ok || (x.rng != "" && scalarType(it[x.rng]) != t.attrs[x.rng]) {
@@ -102,7 +96,6 @@ func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Ite
 	return e, part
 }
 
-// views returns the primary key and the secondary indexes of t.
 func (t *table) views() []*view {
 	vs := []*view{t.primary}
 	for _, name := range t.indexNames() {
@@ -120,7 +113,7 @@ func (t *table) indexNames() []string {
 	return names
 }
 
-// set stores it (nil: deletes the item) under key, keeping the views.
+// set stores it (nil: deletes) under key, keeping the views.
 func (t *table) set(key string, it map[string]*types.Item) {
 	old, existed := t.items[key]
 	for _, x := range t.views() {
@@ -149,7 +142,6 @@ func (t *table) set(key string, it map[string]*types.Item) {
 	}
 }
 
-// place adds the item it stored under key to x's partition.
 func (x *view) place(t *table, key string, it map[string]*types.Item) {
 	if _, part := t.entry(x, it); part != "" {
 		if x.parts[part] == nil {
@@ -161,15 +153,13 @@ func (x *view) place(t *table, key string, it map[string]*types.Item) {
 	}
 }
 
-// sorted is an item of a partition, with its sort key value when ordered.
 type sorted struct {
 	key string
 	rng *types.Item
 }
 
-// partition returns the items of x's partition part in sort key order,
-// then by item key, perhaps with items that left the partition since (see
-// ordered).
+// partition returns x's partition part in sort key order, then by item
+// key, perhaps with items that left it since.
 func (x *view) partition(t *table, part string) []sorted {
 	if list, ok := x.ordered[part]; ok {
 		return list
@@ -211,8 +201,7 @@ func (x *view) partition(t *table, part string) []sorted {
 	return out
 }
 
-// sorted returns the keys of t's items in scan order (by item key), and
-// perhaps keys of items deleted since.
+// sorted returns the item keys in scan order, perhaps with deleted ones.
 func (t *table) sorted() []string {
 	if len(t.added) == 0 && len(t.order) <= 2*len(t.items)+64 {
 		return t.order // may hold deleted keys, which readers skip

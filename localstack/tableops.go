@@ -15,15 +15,10 @@ type projection struct {
 	NonKeyAttributes []string `json:",omitempty"`
 }
 
-type throughput struct {
-	ReadCapacityUnits, WriteCapacityUnits int64
-}
-
 type indexDefinition struct {
-	IndexName             string
-	KeySchema             []keyElement
-	Projection            projection
-	ProvisionedThroughput *throughput
+	IndexName  string
+	KeySchema  []keyElement
+	Projection projection
 }
 
 type attributeDefinition struct{ AttributeName, AttributeType string }
@@ -34,7 +29,6 @@ type createTableInput struct {
 	KeySchema              []keyElement
 	GlobalSecondaryIndexes []indexDefinition
 	BillingMode            string
-	ProvisionedThroughput  *throughput
 }
 
 var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
@@ -67,9 +61,6 @@ func (e *emulator) createTable(body []byte) (any, error) {
 		if err := t.addIndex(def); err != nil {
 			return nil, err
 		}
-	}
-	if p := in.ProvisionedThroughput; p != nil && t.billing == "PROVISIONED" {
-		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
 	}
 	e.tables[t.name] = t
 	return map[string]any{"TableDescription": t.describe("ACTIVE", "")}, nil
@@ -145,7 +136,7 @@ func (t *table) describe(status, fresh string) map[string]any {
 		"CreationDateTime": float64(t.created.UnixMilli()) / 1000, "AttributeDefinitions": defs,
 		"KeySchema": t.primary.schema(), "ItemCount": len(t.items), "TableSizeBytes": t.bytes,
 		"BillingModeSummary":    map[string]string{"BillingMode": t.billing},
-		"ProvisionedThroughput": t.throughput(),
+		"ProvisionedThroughput": noThroughput,
 	}
 	var global []map[string]any
 	for _, name := range t.indexNames() {
@@ -156,7 +147,7 @@ func (t *table) describe(status, fresh string) map[string]any {
 		}
 		desc := map[string]any{"IndexName": name, "KeySchema": x.schema(), "IndexArn": arn + "/index/" + name,
 			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0,
-			"IndexStatus": istatus, "ProvisionedThroughput": t.throughput()}
+			"IndexStatus": istatus, "ProvisionedThroughput": noThroughput}
 		global = append(global, desc)
 	}
 	if global != nil {
@@ -165,13 +156,9 @@ func (t *table) describe(status, fresh string) map[string]any {
 	return d
 }
 
-func (t *table) throughput() map[string]int64 {
-	p := map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
-	for k, v := range t.through {
-		p[k] = v
-	}
-	return p
-}
+// noThroughput is the provisioned throughput every table reports: the
+// emulator models no capacity limits.
+var noThroughput = map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
 
 func (x *view) schema() []keyElement {
 	s := []keyElement{{x.hash, "HASH"}}
@@ -211,8 +198,6 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	var in struct {
 		TableName                   string
 		AttributeDefinitions        []attributeDefinition
-		BillingMode                 string
-		ProvisionedThroughput       *throughput
 		GlobalSecondaryIndexUpdates []struct {
 			Create *indexDefinition
 			Delete *struct{ IndexName string }
@@ -227,12 +212,6 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	}
 	if err := t.define(in.AttributeDefinitions); err != nil {
 		return nil, err
-	}
-	if in.BillingMode != "" {
-		t.billing = in.BillingMode
-	}
-	if p := in.ProvisionedThroughput; p != nil {
-		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
 	}
 	fresh := ""
 	for _, u := range in.GlobalSecondaryIndexUpdates {

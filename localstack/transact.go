@@ -10,12 +10,10 @@ import (
 	"time"
 )
 
-// clientRequestTokenWindow is how long after a successful TransactWriteItems
-// call completes a repeat with the same ClientRequestToken is answered
-// without being applied again, as on DynamoDB.
+// clientRequestTokenWindow is how long a repeat of a successful
+// TransactWriteItems with its ClientRequestToken is answered unapplied.
 const clientRequestTokenWindow = 10 * time.Minute
 
-// tokenRecord remembers one successful TransactWriteItems call.
 type tokenRecord struct {
 	digest  [sha256.Size]byte // of the request without its token
 	expires time.Time
@@ -43,8 +41,7 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		if len(in.ClientRequestToken) > 36 {
 			return nil, validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to 36", in.ClientRequestToken)
 		}
-		// The parameters as decoded, encoded again with every map's
-		// members sorted: equal whatever order the client sent them in.
+		// Re-encoded, maps sorted: equal whatever order they came in.
 		canonical, err := json.Marshal([]any{in.TransactItems, in.ReturnConsumedCapacity})
 		if err != nil {
 			return nil, err
@@ -174,17 +171,11 @@ func (e *emulator) batchWriteItem(body []byte) (any, error) {
 	return out, nil
 }
 
-// bulkLoadTarget is the X-Amz-Target of the embedded emulator's bulk load,
-// an operation of its own for benchmarks that need large tables (package
-// internal/emuload sends it). The body is
-//
-//	{"TableName": "...", "Items": [...], "Template": {...}, "Overrides": [{...}, ...]}
-//
-// where each override stands for a copy of the template with the
-// override's attributes added or replaced. Every item is stored as an
-// unconditional PutItem would store it; an item without the table's key
-// fails the whole request before anything is stored. The answer is
-// {"Count": <items stored>}. It is not a DynamoDB operation.
+// bulkLoadTarget is the emulator's own operation, not DynamoDB's, that
+// package internal/emuload sends to fill large tables: {"TableName",
+// "Items", "Template", "Overrides"}, an override standing for a copy of the
+// template with its attributes added or replaced. Items are stored as an
+// unconditional PutItem stores them, all or none; it answers {"Count"}.
 const bulkLoadTarget = "IdemkeyLocalstack.BulkPutItems"
 
 func (e *emulator) bulkPut(body []byte) (any, error) {
