@@ -160,7 +160,7 @@ func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 			if exact {
 				return "", validation("The provided key element does not match the schema")
 			}
-			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t.attrs[name], typeOf(v))
+			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t.attrs[name], typeName(v))
 		case (v.S != nil && *v.S == "") || (v.B != nil && len(v.B) == 0):
 			return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: %s", name)
 		}
@@ -170,19 +170,6 @@ func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	}
 	key, _ := t.keyOf(k)
 	return key, nil
-}
-
-func typeOf(v *types.Item) string {
-	for _, t := range []struct {
-		set  bool
-		name string
-	}{{v.S != nil, "S"}, {v.N != nil, "N"}, {v.B != nil, "B"}, {v.BOOL != nil, "BOOL"}, {v.NULL != nil, "NULL"},
-		{v.SS != nil, "SS"}, {v.NS != nil, "NS"}, {v.BS != nil, "BS"}, {v.L != nil, "L"}} {
-		if t.set {
-			return t.name
-		}
-	}
-	return "M"
 }
 
 // prepare computes the change op (Put, Update, Delete or ConditionCheck)

@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,15 +99,8 @@ func startEmbedded(o Options) (*Endpoint, error) {
 		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}()
 
-	region := o.Region
-	if region == "" {
-		region = os.Getenv("AWS_REGION")
-	}
-	if region == "" {
-		region = DefaultRegion
-	}
 	e.cfg = aws.Config{
-		Region:       region,
+		Region:       cmp.Or(o.Region, os.Getenv("AWS_REGION"), DefaultRegion),
 		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, ""),
 		BaseEndpoint: aws.String(e.URL),
 	}

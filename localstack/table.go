@@ -1,7 +1,9 @@
 package localstack
 
 import (
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,14 +106,7 @@ func (t *table) views() []*view {
 	return vs
 }
 
-func (t *table) indexNames() []string {
-	names := make([]string, 0, len(t.indexes))
-	for name := range t.indexes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (t *table) indexNames() []string { return slices.Sorted(maps.Keys(t.indexes)) }
 
 // set stores it (nil: deletes) under key, keeping the views.
 func (t *table) set(key string, it map[string]*types.Item) {
@@ -206,20 +201,9 @@ func (t *table) sorted() []string {
 	if len(t.added) == 0 && len(t.order) <= 2*len(t.items)+64 {
 		return t.order // may hold deleted keys, which readers skip
 	}
-	sort.Strings(t.added)
-	merged := make([]string, 0, len(t.items))
-	old, add := t.order, t.added
-	for len(old) > 0 || len(add) > 0 {
-		var k string
-		if len(add) == 0 || (len(old) > 0 && old[0] < add[0]) {
-			k, old = old[0], old[1:]
-		} else {
-			k, add = add[0], add[1:]
-		}
-		if _, ok := t.items[k]; ok && (len(merged) == 0 || merged[len(merged)-1] != k) {
-			merged = append(merged, k)
-		}
-	}
-	t.order, t.added = merged, nil
-	return merged
+	merged := slices.Concat(t.order, t.added)
+	slices.Sort(merged)
+	t.order = slices.DeleteFunc(slices.Compact(merged), func(k string) bool { return t.items[k] == nil })
+	t.added = nil
+	return t.order
 }

@@ -1,9 +1,10 @@
 package localstack
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 
 	"github.com/truora/minidyn/types"
 )
@@ -126,10 +127,9 @@ func (t *table) addIndex(def indexDefinition) error {
 // index fresh, just created.
 func (t *table) describe(status, fresh string) map[string]any {
 	defs := []attributeDefinition{}
-	for name, typ := range t.attrs {
-		defs = append(defs, attributeDefinition{name, typ})
+	for _, name := range slices.Sorted(maps.Keys(t.attrs)) {
+		defs = append(defs, attributeDefinition{name, t.attrs[name]})
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].AttributeName < defs[j].AttributeName })
 	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/" + t.name
 	d := map[string]any{
 		"TableName": t.name, "TableStatus": status, "TableArn": arn, "TableId": t.name,
@@ -200,7 +200,6 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 		AttributeDefinitions        []attributeDefinition
 		GlobalSecondaryIndexUpdates []struct {
 			Create *indexDefinition
-			Delete *struct{ IndexName string }
 		}
 	}
 	if err := decode(body, &in); err != nil {
@@ -215,17 +214,11 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	}
 	fresh := ""
 	for _, u := range in.GlobalSecondaryIndexUpdates {
-		switch {
-		case u.Create != nil:
+		if u.Create != nil {
 			if err := t.addIndex(*u.Create); err != nil {
 				return nil, err
 			}
 			fresh = u.Create.IndexName
-		case u.Delete != nil:
-			if t.indexes[u.Delete.IndexName] == nil {
-				return nil, notFound(": Index: " + u.Delete.IndexName)
-			}
-			delete(t.indexes, u.Delete.IndexName)
 		}
 	}
 	return map[string]any{"TableDescription": t.describe("UPDATING", fresh)}, nil
@@ -246,13 +239,7 @@ func (e *emulator) listTables(body []byte) (any, error) {
 		}
 		limit = *in.Limit
 	}
-	names := []string{}
-	for name := range e.tables {
-		if name > in.ExclusiveStartTableName {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(e.tables)), func(n string) bool { return n <= in.ExclusiveStartTableName })
 	out := map[string]any{}
 	if len(names) > limit {
 		names = names[:limit]

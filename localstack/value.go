@@ -27,32 +27,32 @@ func (it item) MarshalJSON() ([]byte, error) {
 }
 
 // wire is v as the JSON of its one member (validation leaves one).
-func wire(v *types.Item) any {
+func wire(v *types.Item) map[string]any {
 	switch {
 	case v.S != nil:
-		return map[string]string{"S": *v.S}
+		return map[string]any{"S": *v.S}
 	case v.N != nil:
-		return map[string]string{"N": *v.N}
+		return map[string]any{"N": *v.N}
 	case v.B != nil:
-		return map[string][]byte{"B": v.B}
+		return map[string]any{"B": v.B}
 	case v.BOOL != nil:
-		return map[string]bool{"BOOL": *v.BOOL}
+		return map[string]any{"BOOL": *v.BOOL}
 	case v.NULL != nil:
-		return map[string]bool{"NULL": true}
+		return map[string]any{"NULL": true}
 	case v.SS != nil:
-		return map[string][]*string{"SS": v.SS}
+		return map[string]any{"SS": v.SS}
 	case v.NS != nil:
-		return map[string][]*string{"NS": v.NS}
+		return map[string]any{"NS": v.NS}
 	case v.BS != nil:
-		return map[string][][]byte{"BS": v.BS}
+		return map[string]any{"BS": v.BS}
 	case v.L != nil:
 		l := make([]any, len(v.L))
 		for i, e := range v.L {
 			l[i] = wire(e)
 		}
-		return map[string][]any{"L": l}
+		return map[string]any{"L": l}
 	}
-	return map[string]item{"M": v.M}
+	return map[string]any{"M": item(v.M)}
 }
 
 // checkItem returns DynamoDB's message for the first value of it that is
@@ -174,6 +174,14 @@ func numberSize(s string) int {
 	}
 	digits := strings.Trim(strings.Replace(s, ".", "", 1), "0")
 	return (utf8.RuneCountInString(digits)+1)/2 + 1
+}
+
+// typeName is the type of v ("S", "NS", "M"...): its member's name.
+func typeName(v *types.Item) string {
+	for name := range wire(v) {
+		return name
+	}
+	return ""
 }
 
 // scalarType is the key type (S, N or B) of v, or "".
