@@ -67,12 +67,8 @@ func (e *emulator) matches(x *expressions, expr string, typ interpreter.Expressi
 	if err := interpreter.ValidateExpressionAttributeNamesDeclared(expressionName(typ), expr, x.ExpressionAttributeNames); err != nil {
 		return false, validation("%v", err)
 	}
-	env := language.NewEnvironment()
-	env.Aliases = x.ExpressionAttributeNames
-	if err := env.AddAttributes(it); err != nil {
-		return false, invalid(err.Error())
-	}
-	if err := env.AddAttributes(x.ExpressionAttributeValues); err != nil {
+	env, err := x.environment(it)
+	if err != nil {
 		return false, invalid(err.Error())
 	}
 	result := language.Eval(cond, env)
@@ -80,6 +76,17 @@ func (e *emulator) matches(x *expressions, expr string, typ interpreter.Expressi
 		return false, invalid(result.Inspect())
 	}
 	return result == language.TRUE, nil
+}
+
+// environment is what the interpreter evaluates an expression in: it and
+// the request's names and values.
+func (x *expressions) environment(it map[string]*types.Item) (*language.Environment, error) {
+	env := language.NewEnvironment()
+	env.Aliases = x.ExpressionAttributeNames
+	if err := env.AddAttributes(it); err != nil {
+		return nil, err
+	}
+	return env, env.AddAttributes(x.ExpressionAttributeValues)
 }
 
 func expressionName(typ interpreter.ExpressionType) string {
@@ -236,16 +243,12 @@ func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) 
 	if errs := p.Errors(); len(errs) > 0 {
 		return nil, invalid(strings.Join(errs, "; "))
 	}
-	env := language.NewEnvironment()
-	env.Aliases = r.ExpressionAttributeNames
 	values := map[string]bool{}
 	for name := range r.ExpressionAttributeValues {
 		values[name] = true
 	}
-	if err := env.AddAttributes(it); err != nil {
-		return nil, invalid(err.Error())
-	}
-	if err := env.AddAttributes(r.ExpressionAttributeValues); err != nil {
+	env, err := r.environment(it)
+	if err != nil {
 		return nil, invalid(err.Error())
 	}
 	if result := language.EvalUpdate(statement, env); result.Type() == language.ObjectTypeError {
@@ -259,24 +262,7 @@ func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) 
 	return out, nil
 }
 
-// apply stores the change.
-func (c *change) apply() {
-	if c.new == nil {
-		c.t.set(c.key, nil)
-		return
-	}
-	c.t.set(c.key, c.new)
-}
-
-// conditionFailed is DynamoDB's ConditionalCheckFailedException for c,
-// with the current item when r asked for it.
-func (e *emulator) conditionFailed(r *writeRequest, c *change) error {
-	ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: errConditionFailed.Error()}
-	if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
-		ae.item = c.old
-	}
-	return ae
-}
+func (c *change) apply() { c.t.set(c.key, c.new) }
 
 func (e *emulator) write(op string, body []byte) (any, error) {
 	var r writeRequest
@@ -285,13 +271,14 @@ func (e *emulator) write(op string, body []byte) (any, error) {
 	}
 	c, err := e.prepare(op, &r)
 	if errors.Is(err, errConditionFailed) {
-		return nil, e.conditionFailed(&r, c)
+		ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: err.Error()}
+		if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
+			ae.item = c.old
+		}
+		return nil, ae
 	}
 	if err != nil {
 		return nil, err
-	}
-	if op == "Delete" {
-		c.new = nil
 	}
 	c.apply()
 	out := map[string]any{}

@@ -96,9 +96,6 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
 		seen[r.TableName+"\x00"+c.key] = true
-		if op == "Delete" {
-			c.new = nil
-		}
 		changes[i] = c
 	}
 	if failed {
@@ -149,9 +146,6 @@ func (e *emulator) batchWriteItem(body []byte) (any, error) {
 				c, err = e.prepare("Put", &writeRequest{TableName: name, Item: w.PutRequest.Item})
 			case w.DeleteRequest != nil:
 				c, err = e.prepare("Delete", &writeRequest{TableName: name, Key: w.DeleteRequest.Key})
-				if c != nil {
-					c.new = nil
-				}
 			default:
 				err = validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 			}
