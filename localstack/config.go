@@ -42,12 +42,11 @@ func LoadConfig(ctx context.Context, endpoint string, optFns ...func(*config.Loa
 		}
 		return cfg, nil
 	}
-	explicit := endpoint != ""
-	cfg, err := load(explicit && isLoopbackURL(endpoint))
+	cfg, err := load(false)
 	if err != nil {
 		return aws.Config{}, err
 	}
-	if !explicit {
+	if endpoint == "" {
 		resolved := dynamodb.NewFromConfig(cfg).Options().BaseEndpoint
 		if resolved == nil || *resolved == "" {
 			return cfg, nil // AWS itself
@@ -59,7 +58,7 @@ func LoadConfig(ctx context.Context, endpoint string, optFns ...func(*config.Loa
 		return aws.Config{}, fmt.Errorf("localstack: DynamoDB endpoint %q is not an absolute http or https URL", endpoint)
 	}
 	loopback := isLoopback(u.Hostname())
-	if loopback && !explicit {
+	if loopback {
 		if cfg, err = load(true); err != nil {
 			return aws.Config{}, err
 		}
@@ -75,9 +74,4 @@ func LoadConfig(ctx context.Context, endpoint string, optFns ...func(*config.Loa
 		cfg.APIOptions = append(cfg.APIOptions, newOneAtATime().install)
 	}
 	return cfg, nil
-}
-
-func isLoopbackURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && isLoopback(u.Hostname())
 }

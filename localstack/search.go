@@ -25,6 +25,9 @@ type searchInput struct {
 	ConsistentRead         bool
 	ReturnConsumedCapacity string
 	Segment, TotalSegments *int
+
+	t *table
+	x *view // the primary key or the index read
 }
 
 // candidate is an item a Query or Scan may read: its key in the table and
@@ -35,47 +38,48 @@ type candidate struct {
 	err   error // of the key condition
 }
 
-// start decodes a search and returns its table and view.
-func (e *emulator) start(body []byte) (*searchInput, *table, *view, error) {
+// start decodes and checks a search.
+func (e *emulator) start(body []byte) (*searchInput, error) {
 	var in searchInput
 	if err := decode(body, &in); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	t, err := e.table(in.TableName)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if err := in.check(); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if _, err := in.project(nil); err != nil { // refuses reserved words
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if msg := checkItem(in.ExclusiveStartKey); msg != "" {
-		return nil, nil, nil, validation("%s", msg)
+		return nil, validation("%s", msg)
 	}
 	if in.Limit != nil && *in.Limit < 1 {
-		return nil, nil, nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+		return nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
 	}
-	x := t.primary
+	in.t, in.x = t, t.primary
 	if in.IndexName != "" {
-		if x = t.indexes[in.IndexName]; x == nil {
-			return nil, nil, nil, validation("The table does not have the specified index: %s", in.IndexName)
+		if in.x = t.indexes[in.IndexName]; in.x == nil {
+			return nil, validation("The table does not have the specified index: %s", in.IndexName)
 		}
 		if in.ConsistentRead {
-			return nil, nil, nil, validation("Consistent reads are not supported on global secondary indexes")
+			return nil, validation("Consistent reads are not supported on global secondary indexes")
 		}
 	}
-	return &in, t, x, nil
+	return &in, nil
 }
 
 var equalityPattern = regexp.MustCompile(`(#?[A-Za-z0-9_.]+)\s*=\s*(:[A-Za-z0-9_]+)`)
 
 func (e *emulator) query(body []byte) (any, error) {
-	in, t, x, err := e.start(body)
+	in, err := e.start(body)
 	if err != nil {
 		return nil, err
 	}
+	t, x := in.t, in.x
 	if in.KeyConditionExpression == "" {
 		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 	}
@@ -119,7 +123,7 @@ func (e *emulator) query(body []byte) (any, error) {
 			return c != 0 && (c > 0) == forward
 		})
 	}
-	return e.page(in, t, x, func(yield func(candidate) bool) {
+	return e.page(in, func(yield func(candidate) bool) {
 		for i := first; i < len(keys); i++ {
 			key := at(i).key
 			if _, ok := x.parts[part][key]; !ok {
@@ -135,10 +139,11 @@ func (e *emulator) query(body []byte) (any, error) {
 }
 
 func (e *emulator) scan(body []byte) (any, error) {
-	in, t, x, err := e.start(body)
+	in, err := e.start(body)
 	if err != nil {
 		return nil, err
 	}
+	t, x := in.t, in.x
 	segment, total := 0, 1
 	switch {
 	case (in.Segment == nil) != (in.TotalSegments == nil):
@@ -160,7 +165,7 @@ func (e *emulator) scan(body []byte) (any, error) {
 		}
 		order = order[sort.Search(len(order), func(i int) bool { return order[i] > key }):]
 	}
-	return e.page(in, t, x, func(yield func(candidate) bool) {
+	return e.page(in, func(yield func(candidate) bool) {
 		for _, key := range order {
 			it := t.items[key]
 			if it == nil || (total > 1 && segmentOf(t, it, total) != segment) {
@@ -184,7 +189,8 @@ func segmentOf(t *table, it map[string]*types.Item, total int) int {
 
 // page reads candidates in order up to Limit or 1 MB and answers the
 // search.
-func (e *emulator) page(in *searchInput, t *table, x *view, list iter.Seq[candidate]) (any, error) {
+func (e *emulator) page(in *searchInput, list iter.Seq[candidate]) (any, error) {
+	t, x := in.t, in.x
 	items := []item{}
 	scanned, read := 0, 0
 	var last map[string]*types.Item

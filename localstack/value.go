@@ -224,28 +224,10 @@ func compareKeys(a, b *types.Item) int {
 }
 
 // copyItem returns a deep copy of it, sharing nothing with it.
-func copyItem(it map[string]*types.Item) map[string]*types.Item {
-	if it == nil {
-		return nil
-	}
-	out := make(map[string]*types.Item, len(it))
-	for name, v := range it {
-		out[name] = copyValue(v)
-	}
+func copyItem(it map[string]*types.Item) (out item) {
+	b, _ := json.Marshal(item(it))
+	_ = json.Unmarshal(b, &out) // what validation let in round-trips
 	return out
-}
-
-func copyValue(v *types.Item) *types.Item {
-	c := *v
-	c.B = bytes.Clone(v.B)
-	c.M = copyItem(v.M)
-	if v.L != nil {
-		c.L = make([]*types.Item, len(v.L))
-		for i, e := range v.L {
-			c.L[i] = copyValue(e)
-		}
-	}
-	return &c
 }
 
 // sameItem reports whether a and b hold the same attributes and values.
