@@ -1,10 +1,10 @@
 package localstack
 
 import (
+	"cmp"
 	"maps"
 	"math/big"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -151,6 +151,7 @@ func (x *view) place(t *table, key string, it map[string]*types.Item) {
 type sorted struct {
 	key string
 	rng *types.Item
+	num *big.Rat // rng's value when it is a number
 }
 
 // partition returns x's partition part in sort key order, then by item
@@ -159,41 +160,25 @@ func (x *view) partition(t *table, part string) []sorted {
 	if list, ok := x.ordered[part]; ok {
 		return list
 	}
-	type sortable struct {
-		sorted
-		num *big.Rat
-		str string
-	}
-	list := make([]sortable, 0, len(x.parts[part]))
+	list := make([]sorted, 0, len(x.parts[part]))
 	for key := range x.parts[part] {
-		e := sortable{sorted: sorted{key, t.items[key][x.rng]}}
-		if v := e.rng; v != nil && v.N != nil {
-			e.num, _ = new(big.Rat).SetString(*v.N)
-		} else if v != nil {
-			e.str = keyString(v)
+		e := sorted{key: key, rng: t.items[key][x.rng]}
+		if e.rng != nil && e.rng.N != nil {
+			e.num, _ = new(big.Rat).SetString(*e.rng.N)
 		}
 		list = append(list, e)
 	}
-	sort.Slice(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		c := strings.Compare(a.str, b.str)
+	slices.SortFunc(list, func(a, b sorted) int {
+		c := 0
 		if a.num != nil {
 			c = a.num.Cmp(b.num)
+		} else if a.rng != nil {
+			c = compareKeys(a.rng, b.rng)
 		}
-		if c == 0 {
-			return a.key < b.key
-		}
-		return c < 0
+		return cmp.Or(c, strings.Compare(a.key, b.key))
 	})
-	out := make([]sorted, len(list))
-	for i, e := range list {
-		out[i] = e.sorted
-	}
-	if x.ordered == nil {
-		x.ordered = map[string][]sorted{}
-	}
-	x.ordered[part] = out
-	return out
+	x.ordered[part] = list
+	return list
 }
 
 // sorted returns the item keys in scan order, perhaps with deleted ones.

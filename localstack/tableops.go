@@ -82,7 +82,8 @@ func (t *table) define(defs []attributeDefinition) error {
 
 // newView checks a key schema against t's attribute definitions.
 func (t *table) newView(name string, schema []keyElement, p projection) (*view, error) {
-	x := &view{name: name, project: p.ProjectionType, include: p.NonKeyAttributes, parts: map[string]map[string]struct{}{}}
+	x := &view{name: name, project: p.ProjectionType, include: p.NonKeyAttributes,
+		parts: map[string]map[string]struct{}{}, ordered: map[string][]sorted{}}
 	for i, k := range schema {
 		switch {
 		case i == 0 && k.KeyType == "HASH":
