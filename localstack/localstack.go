@@ -63,8 +63,8 @@ type Endpoint struct {
 // Options.HTTPClient applied. Start checks only that the URL is an absolute
 // http or https URL; it does not contact the endpoint.
 //
-// Otherwise Start serves a new embedded emulator (see NewHandler) on
-// Options.Addr, with the static local credentials and the region from
+// Otherwise Start serves a new embedded emulator (see NewHandler) on a
+// random port of 127.0.0.1, with the static local credentials and the region from
 // Options.Region, AWS_REGION or DefaultRegion; no shared AWS configuration
 // is read. The SDK's retry settings are left at their defaults.
 func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
@@ -82,7 +82,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 }
 
 func startEmbedded(o Options) (*Endpoint, error) {
-	ln, err := net.Listen("tcp", o.Addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("localstack: listening for the embedded emulator: %w", err)
 	}
@@ -108,9 +108,7 @@ func startEmbedded(o Options) (*Endpoint, error) {
 	if o.InProcess {
 		base = handlerClient{h: h}
 	}
-	if c := o.clientFor(base); c != nil {
-		e.cfg.HTTPClient = c
-	}
+	e.cfg.HTTPClient = o.clientFor(base)
 	e.Client = e.NewClient()
 	return e, nil
 }
@@ -133,10 +131,7 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	}
 	// Wrapping the resolved client keeps what loading gave its transport
 	// (AWS_CA_BUNDLE's certificates).
-	if c := o.clientFor(cfg.HTTPClient); c != nil {
-		cfg.HTTPClient = c
-	}
-
+	cfg.HTTPClient = o.clientFor(cfg.HTTPClient)
 	e := &Endpoint{URL: raw, cfg: cfg}
 	e.Client = e.NewClient()
 	return e, nil

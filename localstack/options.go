@@ -13,10 +13,6 @@ type Options struct {
 	// Embedded forces the embedded emulator even when EndpointEnv is set.
 	Embedded bool
 
-	// Addr is the TCP address of the embedded emulator; "127.0.0.1:0" by
-	// default.
-	Addr string
-
 	// Region is the clients' region. When empty: for the embedded emulator
 	// AWS_REGION, else DefaultRegion; for an external endpoint the one
 	// config.LoadDefaultConfig finds, else DefaultRegion.
@@ -33,7 +29,7 @@ type Options struct {
 	// InProcess makes the SDK clients of the embedded emulator call its
 	// handler in the caller's goroutine instead of over a socket;
 	// HTTPClient is then not used, Latency still is. The emulator is
-	// served on Addr as well. No effect on an external endpoint.
+	// served on its port as well. No effect on an external endpoint.
 	InProcess bool
 
 	// Now is the embedded emulator's clock, for the ClientRequestToken
@@ -47,9 +43,6 @@ func resolveOptions(optFns []func(*Options)) Options {
 		if fn != nil {
 			fn(&o)
 		}
-	}
-	if o.Addr == "" {
-		o.Addr = "127.0.0.1:0"
 	}
 	if o.Now == nil {
 		o.Now = time.Now
