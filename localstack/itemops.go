@@ -11,7 +11,6 @@ import (
 	"github.com/truora/minidyn/types"
 )
 
-// expressions are the expression members a request may carry.
 type expressions struct {
 	ConditionExpression       string
 	UpdateExpression          string
@@ -24,8 +23,7 @@ type expressions struct {
 
 var placeholderPattern = regexp.MustCompile(`:[A-Za-z0-9_]+`)
 
-// check refuses what DynamoDB refuses before reading anything: invalid
-// attribute values, and a :value an expression uses but does not define.
+// check refuses invalid values and undefined :values before anything is read.
 func (x *expressions) check() error {
 	if msg := checkItem(x.ExpressionAttributeValues); msg != "" {
 		return validation("%s", msg)
@@ -44,9 +42,8 @@ func (x *expressions) check() error {
 
 var interpret interpreter.Language
 
-// matches evaluates a condition or filter expression on it (nil: no
-// item); an empty expression matches. It evaluates as
-// interpreter.Language.Match does, with each expression parsed once.
+// matches evaluates expr on it (nil: no item) as interpreter.Language.Match
+// does, parsing each expression once; an empty expression matches.
 func (e *emulator) matches(x *expressions, expr string, typ interpreter.ExpressionType, it map[string]*types.Item) (bool, error) {
 	if expr == "" {
 		return true, nil
@@ -78,8 +75,7 @@ func (e *emulator) matches(x *expressions, expr string, typ interpreter.Expressi
 	return result == language.TRUE, nil
 }
 
-// environment is what the interpreter evaluates an expression in: it and
-// the request's names and values.
+// environment holds it and the request's names and values.
 func (x *expressions) environment(it map[string]*types.Item) (*language.Environment, error) {
 	env := language.NewEnvironment()
 	env.Aliases = x.ExpressionAttributeNames
@@ -99,12 +95,10 @@ func expressionName(typ interpreter.ExpressionType) string {
 	return "ConditionExpression"
 }
 
-// projectedName matches the attribute names of a projection expression
-// that are not placeholders.
+// projectedName matches a projection's attribute names (not placeholders).
 var projectedName = regexp.MustCompile(`(?:^|[,.\s])([A-Za-z][A-Za-z0-9_]*)`)
 
-// project applies ProjectionExpression to it. Like the interpreter for
-// conditions and updates, it refuses reserved words as attribute names.
+// project applies ProjectionExpression to it, refusing reserved words.
 func (x *expressions) project(it map[string]*types.Item) (item, error) {
 	if x.ProjectionExpression == "" {
 		return it, nil
@@ -124,8 +118,7 @@ func (x *expressions) project(it map[string]*types.Item) (item, error) {
 	return out, nil
 }
 
-// writeRequest is what PutItem, UpdateItem, DeleteItem and the write
-// actions of a transaction have in common.
+// writeRequest is a PutItem, UpdateItem, DeleteItem or transaction action.
 type writeRequest struct {
 	expressions
 	TableName                           string
@@ -136,8 +129,7 @@ type writeRequest struct {
 	ReturnConsumedCapacity              string
 }
 
-// change is a write prepared but not applied: the item before and after
-// (nil: absent) under key of t.
+// change is a prepared write: the item under key before and after (nil: absent).
 type change struct {
 	t        *table
 	key      string
@@ -146,9 +138,8 @@ type change struct {
 
 var errConditionFailed = errors.New("The conditional request failed")
 
-// checkKey returns the item key of k, which must hold exactly t's key
+// checkKey validates k and returns its item key: k holds exactly t's key
 // attributes (exact: a Key) or at least them (an Item).
-// It validates every value of k as an attribute value.
 func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	if msg := checkItem(k); msg != "" {
 		return "", validation("%s", msg)
@@ -179,9 +170,8 @@ func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	return key, nil
 }
 
-// prepare computes the change op (Put, Update, Delete or ConditionCheck)
-// of r would make, evaluating its condition on the current item. A
-// failed condition is errConditionFailed.
+// prepare computes the change of op (Put, Update, Delete, ConditionCheck),
+// or errConditionFailed with it.
 func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	t, err := e.table(r.TableName)
 	if err != nil {
@@ -226,10 +216,8 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	return c, nil
 }
 
-// update returns it with r's UpdateExpression applied. It runs minidyn's
-// update language itself, as interpreter.Language.Update does, but reads
-// the result into a new item, so that what REMOVE removes is gone
-// (Language.Update writes the result over the old item).
+// update applies r's UpdateExpression as interpreter.Language.Update does,
+// but into a new item, so that what REMOVE removes is gone.
 func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) (map[string]*types.Item, error) {
 	if r.UpdateExpression == "" {
 		return it, nil

@@ -30,8 +30,7 @@ type searchInput struct {
 	x *view // the primary key or the index read
 }
 
-// candidate is an item a Query or Scan may read: its key in the table and
-// its entry in the view read.
+// candidate is an item a search may read, as its view holds it.
 type candidate struct {
 	key   string
 	entry map[string]*types.Item
@@ -178,8 +177,7 @@ func (e *emulator) scan(body []byte) (any, error) {
 	})
 }
 
-// segmentOf is the segment of a parallel scan the item it belongs to: the
-// 64-bit FNV-1a hash of its partition key value, modulo total.
+// segmentOf is FNV-1a-64 of its partition key, modulo total.
 func segmentOf(t *table, it map[string]*types.Item, total int) int {
 	part, _ := t.keyPart(it, t.primary.hash)
 	h := fnv.New64a()
@@ -187,8 +185,7 @@ func segmentOf(t *table, it map[string]*types.Item, total int) int {
 	return int(h.Sum64() % uint64(total))
 }
 
-// page reads candidates in order up to Limit or 1 MB and answers the
-// search.
+// page reads candidates up to Limit or 1 MB and answers the search.
 func (e *emulator) page(in *searchInput, list iter.Seq[candidate]) (any, error) {
 	t, x := in.t, in.x
 	items := []item{}

@@ -42,8 +42,7 @@ type view struct {
 	ordered map[string][]sorted
 }
 
-// keyOf returns the item key of it, or false when it lacks a key attribute
-// of the defined type.
+// keyOf returns the item key of it, or false if it lacks a typed key.
 func (t *table) keyOf(it map[string]*types.Item) (string, bool) {
 	h, ok := t.keyPart(it, t.primary.hash)
 	if !ok {
@@ -75,8 +74,7 @@ func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
 	return k
 }
 
-// entry returns it as x holds it (nil when it lacks x's key) and its
-// partition.
+// entry returns it as x holds it (nil: not in x) and its partition.
 func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Item, string) {
 	part, ok := t.keyPart(it, x.hash)
 	if !ok || (x.rng != "" && scalarType(it[x.rng]) != t.attrs[x.rng]) {

@@ -124,8 +124,7 @@ func (t *table) addIndex(def indexDefinition) error {
 	return nil
 }
 
-// describe is t's TableDescription, with the status of the table and of
-// index fresh, just created.
+// describe is t's TableDescription; index fresh is CREATING.
 func (t *table) describe(status, fresh string) map[string]any {
 	defs := []attributeDefinition{}
 	for _, name := range slices.Sorted(maps.Keys(t.attrs)) {
@@ -157,8 +156,7 @@ func (t *table) describe(status, fresh string) map[string]any {
 	return d
 }
 
-// noThroughput is the provisioned throughput every table reports: the
-// emulator models no capacity limits.
+// noThroughput is every table's: no capacity limits are modelled.
 var noThroughput = map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
 
 func (x *view) schema() []keyElement {
@@ -169,7 +167,6 @@ func (x *view) schema() []keyElement {
 	return s
 }
 
-// namedTable returns the table a request of only a TableName names.
 func (e *emulator) namedTable(body []byte) (*table, error) {
 	var in struct{ TableName string }
 	if err := decode(body, &in); err != nil {

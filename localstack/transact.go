@@ -165,11 +165,9 @@ func (e *emulator) batchWriteItem(body []byte) (any, error) {
 	return out, nil
 }
 
-// bulkLoadTarget is the emulator's own operation, not DynamoDB's, that
-// package internal/emuload sends to fill large tables: {"TableName",
-// "Items", "Template", "Overrides"}, an override standing for a copy of the
-// template with its attributes added or replaced. Items are stored as an
-// unconditional PutItem stores them, all or none; it answers {"Count"}.
+// bulkLoadTarget is the emulator's own operation for internal/emuload:
+// Items, and a copy of Template per override with its attributes, are put
+// unconditionally, all or none.
 const bulkLoadTarget = "IdemkeyLocalstack.BulkPutItems"
 
 func (e *emulator) bulkPut(body []byte) (any, error) {

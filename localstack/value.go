@@ -10,11 +10,9 @@ import (
 	"github.com/truora/minidyn/types"
 )
 
-// Attribute values are minidyn's types.Item, whose fields are named as
-// the members of DynamoDB's JSON attribute value, so requests decode into
-// it as they are; item's MarshalJSON writes the one member that is set.
-
-// item is one DynamoDB item (or key, or projection of one).
+// item is an item, key or projection. Values are minidyn's types.Item,
+// whose fields are named as DynamoDB's JSON members, so requests decode
+// into it as they are.
 type item map[string]*types.Item
 
 // MarshalJSON encodes the item in DynamoDB's JSON format.
@@ -55,8 +53,7 @@ func wire(v *types.Item) map[string]any {
 	return map[string]any{"M": item(v.M)}
 }
 
-// checkItem returns DynamoDB's message for the first value of it that is
-// not a valid attribute value, or "".
+// checkItem returns DynamoDB's message for an invalid value of it, or "".
 func checkItem(it map[string]*types.Item) string {
 	for _, v := range it {
 		if msg := checkValue(v); msg != "" {
@@ -105,9 +102,7 @@ func checkValue(v *types.Item) string {
 	return checkItem(v.M)
 }
 
-// isNumber reports whether s is a number as DynamoDB writes one: an
-// optional minus, digits with at most one decimal point, and an optional
-// exponent.
+// isNumber reports whether s is [-]digits[.digits][e[+-]digits].
 func isNumber(s string) bool {
 	s = strings.TrimPrefix(s, "-")
 	mantissa, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
@@ -122,8 +117,7 @@ func isNumber(s string) bool {
 // maxItemSize is DynamoDB's limit on the size of an item.
 const maxItemSize = 400 * 1024
 
-// itemSize is the size DynamoDB counts for it: each attribute's name in
-// UTF-8 bytes plus its value (see valueSize).
+// itemSize is DynamoDB's size of it: names' UTF-8 bytes plus values'.
 func itemSize(it map[string]*types.Item) int {
 	n := 0
 	for name, v := range it {
@@ -199,8 +193,7 @@ func scalarType(v *types.Item) string {
 	return ""
 }
 
-// keyString encodes a key value so that equal DynamoDB values (1 and 1.0)
-// encode equally.
+// keyString encodes a key value; equal values (1 and 1.0) encode equally.
 func keyString(v *types.Item) string {
 	switch {
 	case v.S != nil:
@@ -212,8 +205,7 @@ func keyString(v *types.Item) string {
 	return "B" + string(v.B)
 }
 
-// compareKeys orders two key values of one type as DynamoDB orders sort
-// keys: numbers by value, strings and binaries by their bytes.
+// compareKeys orders sort keys of one type: numbers by value, else bytes.
 func compareKeys(a, b *types.Item) int {
 	if a.N != nil && b.N != nil {
 		x, _ := new(big.Rat).SetString(*a.N)
