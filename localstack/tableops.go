@@ -64,7 +64,7 @@ func (e *emulator) createTable(body []byte) (any, error) {
 		}
 	}
 	e.tables[t.name] = t
-	return map[string]any{"TableDescription": t.describe("ACTIVE", "")}, nil
+	return map[string]any{"TableDescription": t.describe("ACTIVE")}, nil
 }
 
 // define adds attribute definitions to t.
@@ -124,8 +124,8 @@ func (t *table) addIndex(def indexDefinition) error {
 	return nil
 }
 
-// describe is t's TableDescription; index fresh is CREATING.
-func (t *table) describe(status, fresh string) map[string]any {
+// describe is t's TableDescription; its indexes are always ACTIVE.
+func (t *table) describe(status string) map[string]any {
 	defs := []attributeDefinition{}
 	for _, name := range slices.Sorted(maps.Keys(t.attrs)) {
 		defs = append(defs, attributeDefinition{name, t.attrs[name]})
@@ -141,13 +141,9 @@ func (t *table) describe(status, fresh string) map[string]any {
 	var global []map[string]any
 	for _, name := range t.indexNames() {
 		x := t.indexes[name]
-		istatus := "ACTIVE"
-		if name == fresh {
-			istatus = "CREATING"
-		}
 		desc := map[string]any{"IndexName": name, "KeySchema": x.schema(), "IndexArn": arn + "/index/" + name,
 			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0,
-			"IndexStatus": istatus, "ProvisionedThroughput": noThroughput}
+			"IndexStatus": "ACTIVE", "ProvisionedThroughput": noThroughput}
 		global = append(global, desc)
 	}
 	if global != nil {
@@ -180,7 +176,7 @@ func (e *emulator) describeTable(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"Table": t.describe("ACTIVE", "")}, nil
+	return map[string]any{"Table": t.describe("ACTIVE")}, nil
 }
 
 func (e *emulator) deleteTable(body []byte) (any, error) {
@@ -189,7 +185,7 @@ func (e *emulator) deleteTable(body []byte) (any, error) {
 		return nil, err
 	}
 	delete(e.tables, t.name)
-	return map[string]any{"TableDescription": t.describe("DELETING", "")}, nil
+	return map[string]any{"TableDescription": t.describe("DELETING")}, nil
 }
 
 func (e *emulator) updateTable(body []byte) (any, error) {
@@ -210,16 +206,14 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	if err := t.define(in.AttributeDefinitions); err != nil {
 		return nil, err
 	}
-	fresh := ""
 	for _, u := range in.GlobalSecondaryIndexUpdates {
 		if u.Create != nil {
 			if err := t.addIndex(*u.Create); err != nil {
 				return nil, err
 			}
-			fresh = u.Create.IndexName
 		}
 	}
-	return map[string]any{"TableDescription": t.describe("UPDATING", fresh)}, nil
+	return map[string]any{"TableDescription": t.describe("UPDATING")}, nil
 }
 
 // listTables answers one page, with every table.

@@ -65,19 +65,13 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 	seen := map[string]bool{}
 	failed := false
 	for i, a := range in.TransactItems {
-		op, r := "", (*writeRequest)(nil)
-		for _, o := range []struct {
-			name string
-			r    *writeRequest
-		}{{"Put", a.Put}, {"Update", a.Update}, {"Delete", a.Delete}, {"ConditionCheck", a.ConditionCheck}} {
-			if o.r != nil {
-				if r != nil {
-					return nil, validation("TransactItems can only contain one of Check, Put, Update or Delete")
-				}
-				op, r = o.name, o.r
+		op, r, n := "", (*writeRequest)(nil), 0
+		for name, w := range map[string]*writeRequest{"Put": a.Put, "Update": a.Update, "Delete": a.Delete, "ConditionCheck": a.ConditionCheck} {
+			if w != nil {
+				op, r, n = name, w, n+1
 			}
 		}
-		if r == nil {
+		if n != 1 {
 			return nil, validation("TransactItems can only contain one of Check, Put, Update or Delete")
 		}
 		c, err := e.prepare(op, r)
