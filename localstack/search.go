@@ -95,14 +95,10 @@ func (e *emulator) query(body []byte) (any, error) {
 	if part == "" {
 		return nil, validation("Query condition missed key schema element: %s", x.hash)
 	}
-	keys := x.partition(t, part)
-	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
-	at := func(i int) sorted { // the i-th item in the order read
-		if forward {
-			return keys[i]
-		}
-		return keys[len(keys)-1-i]
+	if in.ScanIndexForward != nil && !*in.ScanIndexForward {
+		return nil, validation("localstack: the embedded emulator reads a partition forward only (ScanIndexForward false is not modelled)")
 	}
+	keys := x.partition(t, part)
 	first := 0
 	if in.ExclusiveStartKey != nil {
 		key, ok := t.keyOf(in.ExclusiveStartKey)
@@ -111,7 +107,7 @@ func (e *emulator) query(body []byte) (any, error) {
 		}
 		// The first key read after the start key, whose item may be gone.
 		first = sort.Search(len(keys), func(i int) bool {
-			k := at(i)
+			k := keys[i]
 			c := 0
 			if x.rng != "" {
 				c = compareKeys(k.rng, in.ExclusiveStartKey[x.rng])
@@ -119,12 +115,12 @@ func (e *emulator) query(body []byte) (any, error) {
 			if c == 0 {
 				c = strings.Compare(k.key, key)
 			}
-			return c != 0 && (c > 0) == forward
+			return c > 0
 		})
 	}
 	return e.page(in, func(yield func(candidate) bool) {
 		for i := first; i < len(keys); i++ {
-			key := at(i).key
+			key := keys[i].key
 			if _, ok := x.parts[part][key]; !ok {
 				continue // left the partition since it was ordered
 			}
