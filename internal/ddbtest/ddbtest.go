@@ -6,6 +6,7 @@ package ddbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -83,4 +85,28 @@ func (c *Counter) String() string {
 		parts = append(parts, fmt.Sprintf("%s=%d", op, c.counts[op]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// WithoutOldItem, a client option, removes the Item of every
+// ConditionalCheckFailedException and cancellation reason the client
+// receives, as an implementation ignoring ReturnValuesOnConditionCheckFailure
+// answers, so that code under test takes its fallback.
+func WithoutOldItem(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("idemkeyWithoutOldItem",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleDeserialize(ctx, in)
+				var failed *types.ConditionalCheckFailedException
+				if errors.As(err, &failed) {
+					failed.Item = nil
+				}
+				var cancelled *types.TransactionCanceledException
+				if errors.As(err, &cancelled) {
+					for i := range cancelled.CancellationReasons {
+						cancelled.CancellationReasons[i].Item = nil
+					}
+				}
+				return out, md, err
+			}), middleware.Before)
+	})
 }
