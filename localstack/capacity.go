@@ -4,22 +4,13 @@ import (
 	"math"
 )
 
-// Consumed capacity, when a request asks for it (ReturnConsumedCapacity
-// TOTAL or INDEXES), is estimated by DynamoDB's documented rules
-// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html,
-// and for indexes GSI.html#GSI.ThroughputConsiderations):
-//
-//   - A read costs one unit per 4 KB, rounded up, at least one; half when
-//     eventually consistent. GetItem is charged the whole item; Query and
-//     Scan the sum of the items (or, on an index, the entries) they
-//     evaluated, before any filter, rounded once per request.
-//   - A write costs one unit per 1 KB of the larger of the item before
-//     and after, at least one; twice that in a transaction.
-//   - Each global secondary index adds one write per 1 KB of its entry to
-//     put an entry in or take it out or to change only its projected
-//     attributes, and two (a delete and a put) to change its key.
-//
-// It is an estimate for code that reports capacity, not a bill.
+// Consumed capacity is estimated by DynamoDB's documented rules
+// (developerguide/read-write-operations.html, GSI.html): a read is one unit
+// per 4 KB, at least one, half when eventually consistent (Query and Scan:
+// the entries evaluated before filtering, rounded once); a write one unit
+// per 1 KB of the larger of the item before and after, twice in a
+// transaction; each index one write per 1 KB of an entry put, removed or
+// changed, two when its key changes.
 
 // capacity accumulates the units of one request, by table.
 type capacity struct {
@@ -56,7 +47,6 @@ func readUnits(bytes int, consistent bool) float64 {
 
 func writeUnits(bytes int) float64 { return math.Max(math.Ceil(float64(bytes)/1024), 1) }
 
-// read adds a read of bytes from table or its index.
 func (c *capacity) read(table, index string, bytes int, consistent bool) {
 	u := c.of(table)
 	if index == "" {
@@ -73,9 +63,6 @@ func (c *capacity) write(w *change, factor float64) {
 	u := c.of(w.t.name)
 	u.write += factor * writeUnits(max(itemSize(w.old), itemSize(w.new)))
 	for name, x := range w.t.indexes {
-		if !x.global {
-			continue
-		}
 		before, bpart := w.t.entry(x, w.old)
 		after, apart := w.t.entry(x, w.new)
 		var n float64

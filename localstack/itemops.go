@@ -11,7 +11,6 @@ import (
 	"github.com/truora/minidyn/types"
 )
 
-// expressions are the expression members a request may carry.
 type expressions struct {
 	ConditionExpression       string
 	UpdateExpression          string
@@ -24,8 +23,7 @@ type expressions struct {
 
 var placeholderPattern = regexp.MustCompile(`:[A-Za-z0-9_]+`)
 
-// check refuses what DynamoDB refuses before reading anything: invalid
-// attribute values, and a :value an expression uses but does not define.
+// check refuses invalid values and undefined :values before anything is read.
 func (x *expressions) check() error {
 	if msg := checkItem(x.ExpressionAttributeValues); msg != "" {
 		return validation("%s", msg)
@@ -44,9 +42,8 @@ func (x *expressions) check() error {
 
 var interpret interpreter.Language
 
-// matches evaluates a condition or filter expression on it (nil: no
-// item); an empty expression matches. It evaluates as
-// interpreter.Language.Match does, with each expression parsed once.
+// matches evaluates expr on it (nil: no item) as interpreter.Language.Match
+// does, parsing each expression once; an empty expression matches.
 func (e *emulator) matches(x *expressions, expr string, typ interpreter.ExpressionType, it map[string]*types.Item) (bool, error) {
 	if expr == "" {
 		return true, nil
@@ -67,12 +64,8 @@ func (e *emulator) matches(x *expressions, expr string, typ interpreter.Expressi
 	if err := interpreter.ValidateExpressionAttributeNamesDeclared(expressionName(typ), expr, x.ExpressionAttributeNames); err != nil {
 		return false, validation("%v", err)
 	}
-	env := language.NewEnvironment()
-	env.Aliases = x.ExpressionAttributeNames
-	if err := env.AddAttributes(it); err != nil {
-		return false, invalid(err.Error())
-	}
-	if err := env.AddAttributes(x.ExpressionAttributeValues); err != nil {
+	env, err := x.environment(it)
+	if err != nil {
 		return false, invalid(err.Error())
 	}
 	result := language.Eval(cond, env)
@@ -80,6 +73,16 @@ func (e *emulator) matches(x *expressions, expr string, typ interpreter.Expressi
 		return false, invalid(result.Inspect())
 	}
 	return result == language.TRUE, nil
+}
+
+// environment holds it and the request's names and values.
+func (x *expressions) environment(it map[string]*types.Item) (*language.Environment, error) {
+	env := language.NewEnvironment()
+	env.Aliases = x.ExpressionAttributeNames
+	if err := env.AddAttributes(it); err != nil {
+		return nil, err
+	}
+	return env, env.AddAttributes(x.ExpressionAttributeValues)
 }
 
 func expressionName(typ interpreter.ExpressionType) string {
@@ -92,12 +95,10 @@ func expressionName(typ interpreter.ExpressionType) string {
 	return "ConditionExpression"
 }
 
-// projectedName matches the attribute names of a projection expression
-// that are not placeholders.
+// projectedName matches a projection's attribute names (not placeholders).
 var projectedName = regexp.MustCompile(`(?:^|[,.\s])([A-Za-z][A-Za-z0-9_]*)`)
 
-// project applies ProjectionExpression to it. Like the interpreter for
-// conditions and updates, it refuses reserved words as attribute names.
+// project applies ProjectionExpression to it, refusing reserved words.
 func (x *expressions) project(it map[string]*types.Item) (item, error) {
 	if x.ProjectionExpression == "" {
 		return it, nil
@@ -117,8 +118,7 @@ func (x *expressions) project(it map[string]*types.Item) (item, error) {
 	return out, nil
 }
 
-// writeRequest is what PutItem, UpdateItem, DeleteItem and the write
-// actions of a transaction have in common.
+// writeRequest is a PutItem, UpdateItem, DeleteItem or transaction action.
 type writeRequest struct {
 	expressions
 	TableName                           string
@@ -129,8 +129,7 @@ type writeRequest struct {
 	ReturnConsumedCapacity              string
 }
 
-// change is a write prepared but not applied: the item before and after
-// (nil: absent) under key of t.
+// change is a prepared write: the item under key before and after (nil: absent).
 type change struct {
 	t        *table
 	key      string
@@ -139,9 +138,8 @@ type change struct {
 
 var errConditionFailed = errors.New("The conditional request failed")
 
-// checkKey returns the item key of k, which must hold exactly t's key
+// checkKey validates k and returns its item key: k holds exactly t's key
 // attributes (exact: a Key) or at least them (an Item).
-// It validates every value of k as an attribute value.
 func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	if msg := checkItem(k); msg != "" {
 		return "", validation("%s", msg)
@@ -160,7 +158,7 @@ func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 			if exact {
 				return "", validation("The provided key element does not match the schema")
 			}
-			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t.attrs[name], typeOf(v))
+			return "", validation("One or more parameter values were invalid: Type mismatch for key %s expected: %s actual: %s", name, t.attrs[name], typeName(v))
 		case (v.S != nil && *v.S == "") || (v.B != nil && len(v.B) == 0):
 			return "", validation("One or more parameter values are not valid. The AttributeValue for a key attribute cannot contain an empty string value. Key: %s", name)
 		}
@@ -172,22 +170,8 @@ func (t *table) checkKey(k map[string]*types.Item, exact bool) (string, error) {
 	return key, nil
 }
 
-func typeOf(v *types.Item) string {
-	for _, t := range []struct {
-		set  bool
-		name string
-	}{{v.S != nil, "S"}, {v.N != nil, "N"}, {v.B != nil, "B"}, {v.BOOL != nil, "BOOL"}, {v.NULL != nil, "NULL"},
-		{v.SS != nil, "SS"}, {v.NS != nil, "NS"}, {v.BS != nil, "BS"}, {v.L != nil, "L"}} {
-		if t.set {
-			return t.name
-		}
-	}
-	return "M"
-}
-
-// prepare computes the change op (Put, Update, Delete or ConditionCheck)
-// of r would make, evaluating its condition on the current item. A
-// failed condition is errConditionFailed.
+// prepare computes the change of op (Put, Update, Delete, ConditionCheck),
+// or errConditionFailed with it.
 func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	t, err := e.table(r.TableName)
 	if err != nil {
@@ -232,10 +216,8 @@ func (e *emulator) prepare(op string, r *writeRequest) (*change, error) {
 	return c, nil
 }
 
-// update returns it with r's UpdateExpression applied. It runs minidyn's
-// update language itself, as interpreter.Language.Update does, but reads
-// the result into a new item, so that what REMOVE removes is gone
-// (Language.Update writes the result over the old item).
+// update applies r's UpdateExpression as interpreter.Language.Update does,
+// but into a new item, so that what REMOVE removes is gone.
 func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) (map[string]*types.Item, error) {
 	if r.UpdateExpression == "" {
 		return it, nil
@@ -249,16 +231,12 @@ func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) 
 	if errs := p.Errors(); len(errs) > 0 {
 		return nil, invalid(strings.Join(errs, "; "))
 	}
-	env := language.NewEnvironment()
-	env.Aliases = r.ExpressionAttributeNames
 	values := map[string]bool{}
 	for name := range r.ExpressionAttributeValues {
 		values[name] = true
 	}
-	if err := env.AddAttributes(it); err != nil {
-		return nil, invalid(err.Error())
-	}
-	if err := env.AddAttributes(r.ExpressionAttributeValues); err != nil {
+	env, err := r.environment(it)
+	if err != nil {
 		return nil, invalid(err.Error())
 	}
 	if result := language.EvalUpdate(statement, env); result.Type() == language.ObjectTypeError {
@@ -272,24 +250,7 @@ func (e *emulator) update(t *table, r *writeRequest, it map[string]*types.Item) 
 	return out, nil
 }
 
-// apply stores the change.
-func (c *change) apply() {
-	if c.new == nil {
-		c.t.set(c.key, nil)
-		return
-	}
-	c.t.set(c.key, c.new)
-}
-
-// conditionFailed is DynamoDB's ConditionalCheckFailedException for c,
-// with the current item when r asked for it.
-func (e *emulator) conditionFailed(r *writeRequest, c *change) error {
-	ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: errConditionFailed.Error()}
-	if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
-		ae.item = c.old
-	}
-	return ae
-}
+func (c *change) apply() { c.t.set(c.key, c.new) }
 
 func (e *emulator) write(op string, body []byte) (any, error) {
 	var r writeRequest
@@ -298,13 +259,14 @@ func (e *emulator) write(op string, body []byte) (any, error) {
 	}
 	c, err := e.prepare(op, &r)
 	if errors.Is(err, errConditionFailed) {
-		return nil, e.conditionFailed(&r, c)
+		ae := &apiError{status: http.StatusBadRequest, code: "ConditionalCheckFailedException", message: err.Error()}
+		if r.ReturnValuesOnConditionCheckFailure == "ALL_OLD" {
+			ae.item = c.old
+		}
+		return nil, ae
 	}
 	if err != nil {
 		return nil, err
-	}
-	if op == "Delete" {
-		c.new = nil
 	}
 	c.apply()
 	out := map[string]any{}

@@ -1,6 +1,7 @@
 package localstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -21,74 +22,51 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
-// EndpointEnv is the variable that selects an external endpoint. It is the
-// AWS SDK's own service-specific endpoint variable, so it also steers
-// DynamoDB clients that the code under test builds itself with
-// config.LoadDefaultConfig.
+// EndpointEnv selects an external endpoint. It is the SDK's own variable,
+// so it steers the clients code under test builds itself too.
 const EndpointEnv = "AWS_ENDPOINT_URL_DYNAMODB"
 
 // DefaultRegion is the region used when neither Options.Region, AWS_REGION
 // nor (for external endpoints) the shared configuration names one.
 const DefaultRegion = "us-east-1"
 
-// Local credentials are the static credentials used for the embedded
-// emulator, and for a loopback external endpoint when no credentials are
-// configured. Emulators accept any credentials.
+// The static credentials of the embedded emulator, and of a loopback
+// external endpoint when none are configured.
 const (
 	LocalAccessKeyID     = "local"
 	LocalSecretAccessKey = "local"
 )
 
-// shutdownTimeout bounds how long Close waits for in-flight requests.
 const shutdownTimeout = time.Second
 
 // Endpoint is a DynamoDB endpoint and a client configured for it.
 type Endpoint struct {
-	// Client is a DynamoDB client for URL, built from Config.
-	Client *dynamodb.Client
-	// URL is the endpoint's base URL, such as "http://127.0.0.1:41234".
-	URL string
-	// Embedded is true when the endpoint is the emulator served by this
-	// process, false when it is the external endpoint named by EndpointEnv.
-	Embedded bool
+	Client   *dynamodb.Client // built from Config
+	URL      string           // such as "http://127.0.0.1:41234"
+	Embedded bool             // the emulator served by this process, not EndpointEnv's
 
 	cfg aws.Config
 
-	server    *http.Server  // nil for external endpoints
-	served    chan struct{} // closed when server.Serve has returned
+	server    *http.Server // nil for external endpoints
+	served    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Start returns a DynamoDB endpoint and a client for it.
+// Start returns a DynamoDB endpoint and a client for it; the caller must
+// call Close.
 //
-// When EndpointEnv is set and Options.Embedded is not, the endpoint is the
-// URL in EndpointEnv (moto, DynamoDB Local, LocalStack or real AWS) and the configuration is LoadConfig's for that
-// URL, with Options.Region and Options.HTTPClient applied: the region
-// defaults to DefaultRegion when none is configured, and when the URL's
-// host is loopback ("localhost", 127.0.0.0/8 or ::1) and the default
-// credential chain yields no credentials (the EC2 instance metadata service
-// is not consulted for loopback endpoints), the static LocalAccessKeyID and
-// LocalSecretAccessKey are used instead, so that a local emulator works
-// without any AWS setup. Start checks only that the URL is an absolute http
-// or https URL; it does not contact the endpoint.
+// When EndpointEnv is set and Options.Embedded is not, the endpoint is that
+// URL, configured by LoadConfig (so a loopback URL without configured
+// credentials gets LocalAccessKeyID and LocalSecretAccessKey, and its
+// clients send one request at a time), with Options.Region and
+// Options.HTTPClient applied. Start checks only that the URL is an absolute
+// http or https URL; it does not contact the endpoint.
 //
-// Otherwise Start serves a new embedded emulator (see NewHandler) on
-// Options.Addr, 127.0.0.1 on a random port by default, with static local
-// credentials and the region from Options.Region, AWS_REGION or
-// DefaultRegion. Shared AWS configuration files and EndpointEnv are not
-// read for it.
-//
-// The clients of a loopback external endpoint (Client, NewClient's, and
-// those built from Config) send one request at a time between them, even
-// with an HTTP client of their own: each attempt waits for the response
-// to the one before (see the package's README: local DynamoDB
-// implementations such as moto do not isolate concurrent requests).
-// Clients of a non-loopback endpoint, and of the embedded emulator, which
-// serialises requests itself, do not wait.
-//
-// In every case the SDK's retry settings are left at their defaults. The
-// caller must call Close when done.
+// Otherwise Start serves a new embedded emulator (see NewHandler) on a
+// random port of 127.0.0.1, with the static local credentials and the region from
+// Options.Region, AWS_REGION or DefaultRegion; no shared AWS configuration
+// is read. The SDK's retry settings are left at their defaults.
 func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 	o := resolveOptions(optFns)
 	if err := ctx.Err(); err != nil {
@@ -104,15 +82,12 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Endpoint, error) {
 }
 
 func startEmbedded(o Options) (*Endpoint, error) {
-	ln, err := net.Listen("tcp", o.Addr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("localstack: listening for the embedded emulator: %w", err)
 	}
 	h := NewHandler(func(p *Options) { *p = o })
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	e := &Endpoint{
 		URL:      "http://" + ln.Addr().String(),
 		Embedded: true,
@@ -124,15 +99,8 @@ func startEmbedded(o Options) (*Endpoint, error) {
 		_ = srv.Serve(ln) // returns http.ErrServerClosed after Close
 	}()
 
-	region := o.Region
-	if region == "" {
-		region = os.Getenv("AWS_REGION")
-	}
-	if region == "" {
-		region = DefaultRegion
-	}
 	e.cfg = aws.Config{
-		Region:       region,
+		Region:       cmp.Or(o.Region, os.Getenv("AWS_REGION"), DefaultRegion),
 		Credentials:  credentials.NewStaticCredentialsProvider(LocalAccessKeyID, LocalSecretAccessKey, ""),
 		BaseEndpoint: aws.String(e.URL),
 	}
@@ -140,9 +108,7 @@ func startEmbedded(o Options) (*Endpoint, error) {
 	if o.InProcess {
 		base = handlerClient{h: h}
 	}
-	if c := o.clientFor(base); c != nil {
-		e.cfg.HTTPClient = c
-	}
+	e.cfg.HTTPClient = o.clientFor(base)
 	e.Client = e.NewClient()
 	return e, nil
 }
@@ -163,20 +129,14 @@ func startExternal(ctx context.Context, raw string, o Options) (*Endpoint, error
 	if err != nil {
 		return nil, err
 	}
-	// The latency wraps the client the configuration resolved, so that
-	// what loading applies to a transport (AWS_CA_BUNDLE's certificates)
-	// reaches the one that sends.
-	if c := o.clientFor(cfg.HTTPClient); c != nil {
-		cfg.HTTPClient = c
-	}
-
+	// Wrapping the resolved client keeps what loading gave its transport
+	// (AWS_CA_BUNDLE's certificates).
+	cfg.HTTPClient = o.clientFor(cfg.HTTPClient)
 	e := &Endpoint{URL: raw, cfg: cfg}
 	e.Client = e.NewClient()
 	return e, nil
 }
 
-// hasCredentials reports whether cfg's credential provider yields
-// credentials.
 func hasCredentials(ctx context.Context, cfg aws.Config) bool {
 	if cfg.Credentials == nil {
 		return false
@@ -185,7 +145,6 @@ func hasCredentials(ctx context.Context, cfg aws.Config) bool {
 	return err == nil && creds.HasKeys()
 }
 
-// isLoopback reports whether host names this machine's loopback interface.
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -194,11 +153,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Close stops the embedded emulator: it stops accepting connections, waits
-// up to a second for requests in flight, then closes the remaining
-// connections. Its tables are lost. For an external endpoint Close does
-// nothing. Close is safe to call more than once and from several goroutines;
-// every call returns the result of the first.
+// Close stops the embedded emulator, waiting up to a second for requests in
+// flight; its tables are lost. For an external endpoint it does nothing.
+// Every call after the first returns the first's result.
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		if e.server == nil {
@@ -207,9 +164,8 @@ func (e *Endpoint) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		if err := e.server.Shutdown(ctx); err != nil {
-			// net/http counts a connection that never sent a request as
-			// active for 5 seconds (the SDK's transport opens such spares
-			// under load): close what is left instead of failing.
+			// An idle spare connection of the SDK counts as active for
+			// 5 seconds: close what is left.
 			e.closeErr = e.server.Close()
 		}
 		<-e.served
@@ -232,12 +188,10 @@ func (e *Endpoint) Config() aws.Config {
 	return e.cfg.Copy()
 }
 
-// ForTest starts an endpoint for the test or benchmark tb as Start does,
-// and closes it with tb.Cleanup. It fails tb with Fatal when Start fails,
-// and logs which endpoint it uses.
-//
-// Tables created on an external endpoint outlive the test; tests should
-// name them with TableName and delete them.
+// ForTest starts an endpoint as Start does and closes it with tb.Cleanup,
+// failing tb when Start fails; it logs which endpoint it uses. Tables on an
+// external endpoint outlive the test: name them with TableName and delete
+// them.
 func ForTest(tb testing.TB, optFns ...func(*Options)) *Endpoint {
 	tb.Helper()
 	e, err := Start(tb.Context(), optFns...)
@@ -271,15 +225,11 @@ func newProcessTag() string {
 	return hex.EncodeToString(b)
 }
 
-// TableName returns a DynamoDB table name that no other call in this
-// process returns and that other processes are very unlikely to return:
-// "idemkey-test-<prefix>-<8 random hex digits chosen once per process>-<a
-// per-process counter>", for example "idemkey-test-ledger-3f9a1c2e-7". It
-// is safe to use for tables on a shared external endpoint. Characters that
-// DynamoDB does not allow in table names (anything but letters, digits,
-// '_', '-' and '.') are replaced by '-' in prefix, an empty prefix is
-// left out, and a long prefix is shortened to keep the name within
-// DynamoDB's 255 characters.
+// TableName returns a table name unique in this process and very unlikely
+// in another: "idemkey-test-<prefix>-<8 hex digits random per
+// process>-<counter>", such as "idemkey-test-ledger-3f9a1c2e-7". Characters
+// DynamoDB does not allow in table names become '-', an empty prefix is
+// left out, and a long one is cut to keep the name within 255 characters.
 func TableName(prefix string) string {
 	suffix := fmt.Sprintf("%s-%d", processTag, tableCounter.Add(1))
 	clean := strings.Map(func(r rune) rune {

@@ -172,25 +172,6 @@ func TestStartHonoursRegionOptionAndAWSRegion(t *testing.T) {
 	}
 }
 
-func TestStartListensOnTheAddrOption(t *testing.T) {
-	isolateAWSEnv(t)
-	e := start(t, func(o *Options) { o.Addr = "localhost:0" })
-	if u, _ := url.Parse(e.URL); u == nil || u.Port() == "" || u.Port() == "0" {
-		t.Errorf("URL = %s, want a bound port", e.URL)
-	}
-	createTable(t, e.Client, "t", "")
-}
-
-func TestStartFailsWhenTheAddrCannotBeBound(t *testing.T) {
-	isolateAWSEnv(t)
-	first := start(t)
-	addr := strings.TrimPrefix(first.URL, "http://")
-	if e, err := Start(context.Background(), func(o *Options) { o.Addr = addr }); err == nil {
-		e.Close()
-		t.Errorf("Start on the busy address %s succeeded", addr)
-	}
-}
-
 func TestCloseStopsTheEmbeddedEmulatorAndIsIdempotent(t *testing.T) {
 	isolateAWSEnv(t)
 	e, err := Start(context.Background())

@@ -25,57 +25,60 @@ type searchInput struct {
 	ConsistentRead         bool
 	ReturnConsumedCapacity string
 	Segment, TotalSegments *int
+
+	t *table
+	x *view // the primary key or the index read
 }
 
-// candidate is an item a Query or Scan may read: its key in the table and
-// its entry in the view read.
+// candidate is an item a search may read, as its view holds it.
 type candidate struct {
 	key   string
 	entry map[string]*types.Item
 	err   error // of the key condition
 }
 
-// start decodes a search and returns its table and view.
-func (e *emulator) start(body []byte) (*searchInput, *table, *view, error) {
+// start decodes and checks a search.
+func (e *emulator) start(body []byte) (*searchInput, error) {
 	var in searchInput
 	if err := decode(body, &in); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	t, err := e.table(in.TableName)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if err := in.check(); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if _, err := in.project(nil); err != nil { // refuses reserved words
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if msg := checkItem(in.ExclusiveStartKey); msg != "" {
-		return nil, nil, nil, validation("%s", msg)
+		return nil, validation("%s", msg)
 	}
 	if in.Limit != nil && *in.Limit < 1 {
-		return nil, nil, nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
+		return nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value greater than or equal to 1", *in.Limit)
 	}
-	x := t.primary
+	in.t, in.x = t, t.primary
 	if in.IndexName != "" {
-		if x = t.indexes[in.IndexName]; x == nil {
-			return nil, nil, nil, validation("The table does not have the specified index: %s", in.IndexName)
+		if in.x = t.indexes[in.IndexName]; in.x == nil {
+			return nil, validation("The table does not have the specified index: %s", in.IndexName)
 		}
-		if x.global && in.ConsistentRead {
-			return nil, nil, nil, validation("Consistent reads are not supported on global secondary indexes")
+		if in.ConsistentRead {
+			return nil, validation("Consistent reads are not supported on global secondary indexes")
 		}
 	}
-	return &in, t, x, nil
+	return &in, nil
 }
 
 var equalityPattern = regexp.MustCompile(`(#?[A-Za-z0-9_.]+)\s*=\s*(:[A-Za-z0-9_]+)`)
 
 func (e *emulator) query(body []byte) (any, error) {
-	in, t, x, err := e.start(body)
+	in, err := e.start(body)
 	if err != nil {
 		return nil, err
 	}
+	t, x := in.t, in.x
 	if in.KeyConditionExpression == "" {
 		return nil, validation("Either the KeyConditions or KeyConditionExpression parameter must be specified in the request.")
 	}
@@ -92,14 +95,10 @@ func (e *emulator) query(body []byte) (any, error) {
 	if part == "" {
 		return nil, validation("Query condition missed key schema element: %s", x.hash)
 	}
-	keys := x.partition(t, part)
-	forward := in.ScanIndexForward == nil || *in.ScanIndexForward
-	at := func(i int) sorted { // the i-th item in the order read
-		if forward {
-			return keys[i]
-		}
-		return keys[len(keys)-1-i]
+	if in.ScanIndexForward != nil && !*in.ScanIndexForward {
+		return nil, validation("localstack: the embedded emulator reads a partition forward only (ScanIndexForward false is not modelled)")
 	}
+	keys := x.partition(t, part)
 	first := 0
 	if in.ExclusiveStartKey != nil {
 		key, ok := t.keyOf(in.ExclusiveStartKey)
@@ -108,7 +107,7 @@ func (e *emulator) query(body []byte) (any, error) {
 		}
 		// The first key read after the start key, whose item may be gone.
 		first = sort.Search(len(keys), func(i int) bool {
-			k := at(i)
+			k := keys[i]
 			c := 0
 			if x.rng != "" {
 				c = compareKeys(k.rng, in.ExclusiveStartKey[x.rng])
@@ -116,12 +115,12 @@ func (e *emulator) query(body []byte) (any, error) {
 			if c == 0 {
 				c = strings.Compare(k.key, key)
 			}
-			return c != 0 && (c > 0) == forward
+			return c > 0
 		})
 	}
-	return e.page(in, t, x, func(yield func(candidate) bool) {
+	return e.page(in, func(yield func(candidate) bool) {
 		for i := first; i < len(keys); i++ {
-			key := at(i).key
+			key := keys[i].key
 			if _, ok := x.parts[part][key]; !ok {
 				continue // left the partition since it was ordered
 			}
@@ -135,10 +134,11 @@ func (e *emulator) query(body []byte) (any, error) {
 }
 
 func (e *emulator) scan(body []byte) (any, error) {
-	in, t, x, err := e.start(body)
+	in, err := e.start(body)
 	if err != nil {
 		return nil, err
 	}
+	t, x := in.t, in.x
 	segment, total := 0, 1
 	switch {
 	case (in.Segment == nil) != (in.TotalSegments == nil):
@@ -160,7 +160,7 @@ func (e *emulator) scan(body []byte) (any, error) {
 		}
 		order = order[sort.Search(len(order), func(i int) bool { return order[i] > key }):]
 	}
-	return e.page(in, t, x, func(yield func(candidate) bool) {
+	return e.page(in, func(yield func(candidate) bool) {
 		for _, key := range order {
 			it := t.items[key]
 			if it == nil || (total > 1 && segmentOf(t, it, total) != segment) {
@@ -173,8 +173,7 @@ func (e *emulator) scan(body []byte) (any, error) {
 	})
 }
 
-// segmentOf is the segment of a parallel scan the item it belongs to: the
-// 64-bit FNV-1a hash of its partition key value, modulo total.
+// segmentOf is FNV-1a-64 of its partition key, modulo total.
 func segmentOf(t *table, it map[string]*types.Item, total int) int {
 	part, _ := t.keyPart(it, t.primary.hash)
 	h := fnv.New64a()
@@ -182,9 +181,9 @@ func segmentOf(t *table, it map[string]*types.Item, total int) int {
 	return int(h.Sum64() % uint64(total))
 }
 
-// page reads candidates in order up to Limit or 1 MB and answers the
-// search.
-func (e *emulator) page(in *searchInput, t *table, x *view, list iter.Seq[candidate]) (any, error) {
+// page reads candidates up to Limit or 1 MB and answers the search.
+func (e *emulator) page(in *searchInput, list iter.Seq[candidate]) (any, error) {
+	t, x := in.t, in.x
 	items := []item{}
 	scanned, read := 0, 0
 	var last map[string]*types.Item

@@ -16,34 +16,27 @@ import (
 	"github.com/truora/minidyn/interpreter/language"
 )
 
-// maxRequestBody bounds the request bodies the emulator reads: more than
-// any DynamoDB request (16 MB for BatchWriteItem), and room for a bulk
+// maxRequestBody is more than any DynamoDB request, with room for a bulk
 // load.
 const maxRequestBody = 1 << 30
 
-// targetPrefix begins the X-Amz-Target of every DynamoDB operation.
 const targetPrefix = "DynamoDB_20120810."
 
-// NewHandler returns a new embedded emulator as an http.Handler, with no
-// tables. It speaks DynamoDB's JSON 1.0 protocol on POST requests,
-// dispatching on the X-Amz-Target header; serve it over HTTP and point an
-// SDK client's BaseEndpoint at it. Of optFns only Options.Now is used.
+// NewHandler returns a new embedded emulator, with no tables, as an
+// http.Handler speaking DynamoDB's JSON 1.0 protocol (POST, X-Amz-Target).
+// Of optFns only Options.Now is used.
 //
-// It answers CreateTable, DescribeTable, UpdateTable (global secondary
-// indexes are created ACTIVE and filled at once), DeleteTable,
-// ListTables, UpdateTimeToLive, DescribeTimeToLive, PutItem, GetItem,
-// UpdateItem, DeleteItem, Query, Scan (parallel segments included),
-// BatchWriteItem, BatchGetItem, TransactWriteItems (with
-// ClientRequestToken) and TransactGetItems, with condition, update,
+// It answers CreateTable, DescribeTable, UpdateTable (a global secondary
+// index it adds is filled at once), DeleteTable, ListTables,
+// UpdateTimeToLive, DescribeTimeToLive, PutItem, GetItem, UpdateItem,
+// DeleteItem, Query, Scan (with parallel segments), BatchWriteItem and
+// TransactWriteItems (with ClientRequestToken), with condition, update,
 // filter and projection expressions, ReturnValues,
 // ReturnValuesOnConditionCheckFailure and ReturnConsumedCapacity (an
 // estimate by DynamoDB's documented rules). Requests are served one at a
-// time, so every request is atomic with respect to the others. Any other
-// operation fails with UnknownOperationException.
-//
-// Time to live is recorded but expired items are never deleted: DynamoDB
-// deletes them lazily, so code must treat an item whose TTL attribute lies
-// in the past as absent whether or not it is still there.
+// time. Any other operation is an UnknownOperationException. Expired items
+// are never deleted: DynamoDB deletes them lazily, so code must treat an
+// item whose TTL attribute lies in the past as absent anyway.
 func NewHandler(optFns ...func(*Options)) http.Handler {
 	o := resolveOptions(optFns)
 	return &emulator{now: o.Now, tables: map[string]*table{}, tokens: map[string]tokenRecord{},
@@ -61,7 +54,6 @@ type emulator struct {
 	parsed     map[string]*language.ConditionalExpression // by expression
 }
 
-// apiError is an error answer of the DynamoDB API.
 type apiError struct {
 	status  int
 	code    string
@@ -72,7 +64,6 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
-// reason is one cancellation reason of a transaction.
 type reason struct {
 	Code    string
 	Message string `json:",omitempty"`
@@ -102,12 +93,9 @@ var operations = map[string]func(*emulator, []byte) (any, error){
 	"Query":              (*emulator).query,
 	"Scan":               (*emulator).scan,
 	"BatchWriteItem":     (*emulator).batchWriteItem,
-	"BatchGetItem":       (*emulator).batchGetItem,
 	"TransactWriteItems": (*emulator).transactWriteItems,
-	"TransactGetItems":   (*emulator).transactGetItems,
 }
 
-// ServeHTTP implements http.Handler.
 func (e *emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.WriteHeader(http.StatusMethodNotAllowed)
@@ -152,9 +140,7 @@ func writeBody(w http.ResponseWriter, status int, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// locked serves one request under e.mu. A panic is answered as an
-// InternalServerError and releases the lock, so that the emulator keeps
-// serving.
+// locked serves one request under e.mu; a panic is an InternalServerError.
 func (e *emulator) locked(serve func(*emulator, []byte) (any, error), body []byte) (out any, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -183,8 +169,6 @@ func writeError(w http.ResponseWriter, err error) {
 	writeBody(w, ae.status, b.Bytes())
 }
 
-// decode decodes a request body into in, or returns DynamoDB's answer to
-// a body that is not a valid request.
 func decode(body []byte, in any) error {
 	if err := json.Unmarshal(body, in); err != nil {
 		return &apiError{status: http.StatusBadRequest, code: "SerializationException", message: err.Error()}
@@ -192,7 +176,6 @@ func decode(body []byte, in any) error {
 	return nil
 }
 
-// table returns the table name, or DynamoDB's ResourceNotFoundException.
 func (e *emulator) table(name string) (*table, error) {
 	if name == "" {
 		return nil, validation("1 validation error detected: Value null at 'tableName' failed to satisfy constraint: Member must not be null")

@@ -1,8 +1,10 @@
 package localstack
 
 import (
+	"cmp"
+	"maps"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,44 +12,37 @@ import (
 	"github.com/truora/minidyn/types"
 )
 
-// table is one table of the emulator: its items by primary key, the
-// primary key and each secondary index as a view partitioned by its
-// partition key, and an ordered list of the item keys for Scan.
+// table is one table: its items by item key, the primary key and each
+// index as a view by partition, and the item keys in scan order.
 type table struct {
 	name    string
 	created time.Time
 	attrs   map[string]string // attribute definitions: name -> S, N or B
 	primary *view
-	indexes map[string]*view // secondary indexes by name
+	indexes map[string]*view // global secondary indexes by name
 	items   map[string]map[string]*types.Item
 	billing string
-	through map[string]int64 // provisioned read and write capacity, if any
 
 	ttlAttribute string // "" when time to live is disabled
-
-	bytes int // the items' total size
+	bytes        int    // the items' total size
 
 	order []string // item keys in scan order; may hold deleted keys
 	added []string // keys of items added since order was sorted
 }
 
-// view is the primary key or a secondary index of a table.
 type view struct {
 	name      string // "" for the primary key
-	global    bool
 	hash, rng string // key attribute names; rng is "" without a sort key
 	project   string // ALL, KEYS_ONLY or INCLUDE
 	include   []string
 	parts     map[string]map[string]struct{} // partition key -> item keys
 	count     int                            // entries in the view
-	// ordered caches the entries of partitions in sort key order; a
-	// partition's is dropped when an item enters or changes in it, and may
-	// hold items that left it since.
+	// ordered caches partitions in sort key order, dropped when an item
+	// enters one; it may hold items that left since.
 	ordered map[string][]sorted
 }
 
-// keyOf returns the item key of it in t, or false when it lacks a key
-// attribute of the type t defines.
+// keyOf returns the item key of it, or false if it lacks a typed key.
 func (t *table) keyOf(it map[string]*types.Item) (string, bool) {
 	h, ok := t.keyPart(it, t.primary.hash)
 	if !ok {
@@ -69,7 +64,6 @@ func (t *table) keyPart(it map[string]*types.Item, name string) (string, bool) {
 	return strconv.Itoa(len(k)) + ":" + k, true
 }
 
-// keyAttrs returns the primary key attributes of it.
 func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
 	k := map[string]*types.Item{}
 	for _, name := range []string{t.primary.hash, t.primary.rng} {
@@ -80,8 +74,7 @@ func (t *table) keyAttrs(it map[string]*types.Item) map[string]*types.Item {
 	return k
 }
 
-// entry returns the entry of it in the view x (nil when it lacks x's key
-// attributes) and x's partition it belongs to.
+// entry returns it as x holds it (nil: not in x) and its partition.
 func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Item, string) {
 	part, ok := t.keyPart(it, x.hash)
 	if !ok || (x.rng != "" && scalarType(it[x.rng]) != t.attrs[x.rng]) {
@@ -103,7 +96,6 @@ func (t *table) entry(x *view, it map[string]*types.Item) (map[string]*types.Ite
 	return e, part
 }
 
-// views returns the primary key and the secondary indexes of t.
 func (t *table) views() []*view {
 	vs := []*view{t.primary}
 	for _, name := range t.indexNames() {
@@ -112,16 +104,9 @@ func (t *table) views() []*view {
 	return vs
 }
 
-func (t *table) indexNames() []string {
-	names := make([]string, 0, len(t.indexes))
-	for name := range t.indexes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func (t *table) indexNames() []string { return slices.Sorted(maps.Keys(t.indexes)) }
 
-// set stores it (nil: deletes the item) under key, keeping the views.
+// set stores it (nil: deletes) under key, keeping the views.
 func (t *table) set(key string, it map[string]*types.Item) {
 	old, existed := t.items[key]
 	for _, x := range t.views() {
@@ -150,7 +135,6 @@ func (t *table) set(key string, it map[string]*types.Item) {
 	}
 }
 
-// place adds the item it stored under key to x's partition.
 func (x *view) place(t *table, key string, it map[string]*types.Item) {
 	if _, part := t.entry(x, it); part != "" {
 		if x.parts[part] == nil {
@@ -162,76 +146,47 @@ func (x *view) place(t *table, key string, it map[string]*types.Item) {
 	}
 }
 
-// sorted is an item of a partition, with its sort key value when ordered.
 type sorted struct {
 	key string
 	rng *types.Item
+	num *big.Rat // rng's value when it is a number
 }
 
-// partition returns the items of x's partition part in sort key order,
-// then by item key, perhaps with items that left the partition since (see
-// ordered).
+// partition returns x's partition part in sort key order, then by item
+// key, perhaps with items that left it since.
 func (x *view) partition(t *table, part string) []sorted {
 	if list, ok := x.ordered[part]; ok {
 		return list
 	}
-	type sortable struct {
-		sorted
-		num *big.Rat
-		str string
-	}
-	list := make([]sortable, 0, len(x.parts[part]))
+	list := make([]sorted, 0, len(x.parts[part]))
 	for key := range x.parts[part] {
-		e := sortable{sorted: sorted{key, t.items[key][x.rng]}}
-		if v := e.rng; v != nil && v.N != nil {
-			e.num, _ = new(big.Rat).SetString(*v.N)
-		} else if v != nil {
-			e.str = keyString(v)
+		e := sorted{key: key, rng: t.items[key][x.rng]}
+		if e.rng != nil && e.rng.N != nil {
+			e.num, _ = new(big.Rat).SetString(*e.rng.N)
 		}
 		list = append(list, e)
 	}
-	sort.Slice(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		c := strings.Compare(a.str, b.str)
+	slices.SortFunc(list, func(a, b sorted) int {
+		c := 0
 		if a.num != nil {
 			c = a.num.Cmp(b.num)
+		} else if a.rng != nil {
+			c = compareKeys(a.rng, b.rng)
 		}
-		if c == 0 {
-			return a.key < b.key
-		}
-		return c < 0
+		return cmp.Or(c, strings.Compare(a.key, b.key))
 	})
-	out := make([]sorted, len(list))
-	for i, e := range list {
-		out[i] = e.sorted
-	}
-	if x.ordered == nil {
-		x.ordered = map[string][]sorted{}
-	}
-	x.ordered[part] = out
-	return out
+	x.ordered[part] = list
+	return list
 }
 
-// sorted returns the keys of t's items in scan order (by item key), and
-// perhaps keys of items deleted since.
+// sorted returns the item keys in scan order, perhaps with deleted ones.
 func (t *table) sorted() []string {
 	if len(t.added) == 0 && len(t.order) <= 2*len(t.items)+64 {
 		return t.order // may hold deleted keys, which readers skip
 	}
-	sort.Strings(t.added)
-	merged := make([]string, 0, len(t.items))
-	old, add := t.order, t.added
-	for len(old) > 0 || len(add) > 0 {
-		var k string
-		if len(add) == 0 || (len(old) > 0 && old[0] < add[0]) {
-			k, old = old[0], old[1:]
-		} else {
-			k, add = add[0], add[1:]
-		}
-		if _, ok := t.items[k]; ok && (len(merged) == 0 || merged[len(merged)-1] != k) {
-			merged = append(merged, k)
-		}
-	}
-	t.order, t.added = merged, nil
-	return merged
+	merged := slices.Concat(t.order, t.added)
+	slices.Sort(merged)
+	t.order = slices.DeleteFunc(slices.Compact(merged), func(k string) bool { return t.items[k] == nil })
+	t.added = nil
+	return t.order
 }

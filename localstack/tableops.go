@@ -1,9 +1,10 @@
 package localstack
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 
 	"github.com/truora/minidyn/types"
 )
@@ -15,15 +16,10 @@ type projection struct {
 	NonKeyAttributes []string `json:",omitempty"`
 }
 
-type throughput struct {
-	ReadCapacityUnits, WriteCapacityUnits int64
-}
-
 type indexDefinition struct {
-	IndexName             string
-	KeySchema             []keyElement
-	Projection            projection
-	ProvisionedThroughput *throughput
+	IndexName  string
+	KeySchema  []keyElement
+	Projection projection
 }
 
 type attributeDefinition struct{ AttributeName, AttributeType string }
@@ -33,9 +29,7 @@ type createTableInput struct {
 	AttributeDefinitions   []attributeDefinition
 	KeySchema              []keyElement
 	GlobalSecondaryIndexes []indexDefinition
-	LocalSecondaryIndexes  []indexDefinition
 	BillingMode            string
-	ProvisionedThroughput  *throughput
 }
 
 var tableNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,255}$`)
@@ -64,16 +58,13 @@ func (e *emulator) createTable(body []byte) (any, error) {
 		return nil, err
 	}
 	t.primary = x
-	for i, def := range append(in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes...) {
-		if err := t.addIndex(def, i < len(in.GlobalSecondaryIndexes)); err != nil {
+	for _, def := range in.GlobalSecondaryIndexes {
+		if err := t.addIndex(def); err != nil {
 			return nil, err
 		}
 	}
-	if p := in.ProvisionedThroughput; p != nil && t.billing == "PROVISIONED" {
-		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
-	}
 	e.tables[t.name] = t
-	return map[string]any{"TableDescription": t.describe("ACTIVE", "")}, nil
+	return map[string]any{"TableDescription": t.describe("ACTIVE")}, nil
 }
 
 // define adds attribute definitions to t.
@@ -91,7 +82,8 @@ func (t *table) define(defs []attributeDefinition) error {
 
 // newView checks a key schema against t's attribute definitions.
 func (t *table) newView(name string, schema []keyElement, p projection) (*view, error) {
-	x := &view{name: name, project: p.ProjectionType, include: p.NonKeyAttributes, parts: map[string]map[string]struct{}{}}
+	x := &view{name: name, project: p.ProjectionType, include: p.NonKeyAttributes,
+		parts: map[string]map[string]struct{}{}, ordered: map[string][]sorted{}}
 	for i, k := range schema {
 		switch {
 		case i == 0 && k.KeyType == "HASH":
@@ -116,8 +108,8 @@ func (t *table) newView(name string, schema []keyElement, p projection) (*view, 
 	return x, nil
 }
 
-// addIndex adds a secondary index to t and fills it with t's items.
-func (t *table) addIndex(def indexDefinition, global bool) error {
+// addIndex adds a global secondary index to t and fills it with t's items.
+func (t *table) addIndex(def indexDefinition) error {
 	if t.indexes[def.IndexName] != nil {
 		return validation("One or more parameter values were invalid: Duplicate index name: %s", def.IndexName)
 	}
@@ -125,7 +117,6 @@ func (t *table) addIndex(def indexDefinition, global bool) error {
 	if err != nil {
 		return err
 	}
-	x.global = global
 	for key, it := range t.items {
 		x.place(t, key, it)
 	}
@@ -133,55 +124,36 @@ func (t *table) addIndex(def indexDefinition, global bool) error {
 	return nil
 }
 
-// describe is t's TableDescription, with the status of the table and of
-// index fresh, just created.
-func (t *table) describe(status, fresh string) map[string]any {
+// describe is t's TableDescription; its indexes are always ACTIVE.
+func (t *table) describe(status string) map[string]any {
 	defs := []attributeDefinition{}
-	for name, typ := range t.attrs {
-		defs = append(defs, attributeDefinition{name, typ})
+	for _, name := range slices.Sorted(maps.Keys(t.attrs)) {
+		defs = append(defs, attributeDefinition{name, t.attrs[name]})
 	}
-	sort.Slice(defs, func(i, j int) bool { return defs[i].AttributeName < defs[j].AttributeName })
 	arn := "arn:aws:dynamodb:us-east-1:000000000000:table/" + t.name
 	d := map[string]any{
 		"TableName": t.name, "TableStatus": status, "TableArn": arn, "TableId": t.name,
 		"CreationDateTime": float64(t.created.UnixMilli()) / 1000, "AttributeDefinitions": defs,
 		"KeySchema": t.primary.schema(), "ItemCount": len(t.items), "TableSizeBytes": t.bytes,
 		"BillingModeSummary":    map[string]string{"BillingMode": t.billing},
-		"ProvisionedThroughput": t.throughput(),
+		"ProvisionedThroughput": noThroughput,
 	}
-	var global, local []map[string]any
+	var global []map[string]any
 	for _, name := range t.indexNames() {
 		x := t.indexes[name]
-		istatus := "ACTIVE"
-		if name == fresh {
-			istatus = "CREATING"
-		}
 		desc := map[string]any{"IndexName": name, "KeySchema": x.schema(), "IndexArn": arn + "/index/" + name,
-			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0}
-		if x.global {
-			desc["IndexStatus"] = istatus
-			desc["ProvisionedThroughput"] = t.throughput()
-			global = append(global, desc)
-		} else {
-			local = append(local, desc)
-		}
+			"Projection": projection{x.project, x.include}, "ItemCount": x.count, "IndexSizeBytes": 0,
+			"IndexStatus": "ACTIVE", "ProvisionedThroughput": noThroughput}
+		global = append(global, desc)
 	}
 	if global != nil {
 		d["GlobalSecondaryIndexes"] = global
 	}
-	if local != nil {
-		d["LocalSecondaryIndexes"] = local
-	}
 	return d
 }
 
-func (t *table) throughput() map[string]int64 {
-	p := map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
-	for k, v := range t.through {
-		p[k] = v
-	}
-	return p
-}
+// noThroughput is every table's: no capacity limits are modelled.
+var noThroughput = map[string]int64{"ReadCapacityUnits": 0, "WriteCapacityUnits": 0, "NumberOfDecreasesToday": 0}
 
 func (x *view) schema() []keyElement {
 	s := []keyElement{{x.hash, "HASH"}}
@@ -191,7 +163,6 @@ func (x *view) schema() []keyElement {
 	return s
 }
 
-// namedTable returns the table a request of only a TableName names.
 func (e *emulator) namedTable(body []byte) (*table, error) {
 	var in struct{ TableName string }
 	if err := decode(body, &in); err != nil {
@@ -205,7 +176,7 @@ func (e *emulator) describeTable(body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"Table": t.describe("ACTIVE", "")}, nil
+	return map[string]any{"Table": t.describe("ACTIVE")}, nil
 }
 
 func (e *emulator) deleteTable(body []byte) (any, error) {
@@ -214,18 +185,15 @@ func (e *emulator) deleteTable(body []byte) (any, error) {
 		return nil, err
 	}
 	delete(e.tables, t.name)
-	return map[string]any{"TableDescription": t.describe("DELETING", "")}, nil
+	return map[string]any{"TableDescription": t.describe("DELETING")}, nil
 }
 
 func (e *emulator) updateTable(body []byte) (any, error) {
 	var in struct {
 		TableName                   string
 		AttributeDefinitions        []attributeDefinition
-		BillingMode                 string
-		ProvisionedThroughput       *throughput
 		GlobalSecondaryIndexUpdates []struct {
 			Create *indexDefinition
-			Delete *struct{ IndexName string }
 		}
 	}
 	if err := decode(body, &in); err != nil {
@@ -238,59 +206,19 @@ func (e *emulator) updateTable(body []byte) (any, error) {
 	if err := t.define(in.AttributeDefinitions); err != nil {
 		return nil, err
 	}
-	if in.BillingMode != "" {
-		t.billing = in.BillingMode
-	}
-	if p := in.ProvisionedThroughput; p != nil {
-		t.through = map[string]int64{"ReadCapacityUnits": p.ReadCapacityUnits, "WriteCapacityUnits": p.WriteCapacityUnits}
-	}
-	fresh := ""
 	for _, u := range in.GlobalSecondaryIndexUpdates {
-		switch {
-		case u.Create != nil:
-			if err := t.addIndex(*u.Create, true); err != nil {
+		if u.Create != nil {
+			if err := t.addIndex(*u.Create); err != nil {
 				return nil, err
 			}
-			fresh = u.Create.IndexName
-		case u.Delete != nil:
-			if t.indexes[u.Delete.IndexName] == nil {
-				return nil, notFound(": Index: " + u.Delete.IndexName)
-			}
-			delete(t.indexes, u.Delete.IndexName)
 		}
 	}
-	return map[string]any{"TableDescription": t.describe("UPDATING", fresh)}, nil
+	return map[string]any{"TableDescription": t.describe("UPDATING")}, nil
 }
 
-func (e *emulator) listTables(body []byte) (any, error) {
-	var in struct {
-		ExclusiveStartTableName string
-		Limit                   *int
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	limit := 100
-	if in.Limit != nil {
-		if *in.Limit < 1 || *in.Limit > 100 {
-			return nil, validation("1 validation error detected: Value '%d' at 'limit' failed to satisfy constraint: Member must have value between 1 and 100", *in.Limit)
-		}
-		limit = *in.Limit
-	}
-	names := []string{}
-	for name := range e.tables {
-		if name > in.ExclusiveStartTableName {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	out := map[string]any{}
-	if len(names) > limit {
-		names = names[:limit]
-		out["LastEvaluatedTableName"] = names[limit-1]
-	}
-	out["TableNames"] = names
-	return out, nil
+// listTables answers one page, with every table.
+func (e *emulator) listTables([]byte) (any, error) {
+	return map[string]any{"TableNames": slices.Sorted(maps.Keys(e.tables))}, nil
 }
 
 func (e *emulator) updateTimeToLive(body []byte) (any, error) {

@@ -10,12 +10,10 @@ import (
 	"time"
 )
 
-// clientRequestTokenWindow is how long after a successful TransactWriteItems
-// call completes a repeat with the same ClientRequestToken is answered
-// without being applied again, as on DynamoDB.
+// clientRequestTokenWindow is how long a repeat of a successful
+// TransactWriteItems with its ClientRequestToken is answered unapplied.
 const clientRequestTokenWindow = 10 * time.Minute
 
-// tokenRecord remembers one successful TransactWriteItems call.
 type tokenRecord struct {
 	digest  [sha256.Size]byte // of the request without its token
 	expires time.Time
@@ -43,8 +41,7 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 		if len(in.ClientRequestToken) > 36 {
 			return nil, validation("1 validation error detected: Value '%s' at 'clientRequestToken' failed to satisfy constraint: Member must have length less than or equal to 36", in.ClientRequestToken)
 		}
-		// The parameters as decoded, encoded again with every map's
-		// members sorted: equal whatever order the client sent them in.
+		// Re-encoded, maps sorted: equal whatever order they came in.
 		canonical, err := json.Marshal([]any{in.TransactItems, in.ReturnConsumedCapacity})
 		if err != nil {
 			return nil, err
@@ -68,19 +65,13 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 	seen := map[string]bool{}
 	failed := false
 	for i, a := range in.TransactItems {
-		op, r := "", (*writeRequest)(nil)
-		for _, o := range []struct {
-			name string
-			r    *writeRequest
-		}{{"Put", a.Put}, {"Update", a.Update}, {"Delete", a.Delete}, {"ConditionCheck", a.ConditionCheck}} {
-			if o.r != nil {
-				if r != nil {
-					return nil, validation("TransactItems can only contain one of Check, Put, Update or Delete")
-				}
-				op, r = o.name, o.r
+		op, r, n := "", (*writeRequest)(nil), 0
+		for name, w := range map[string]*writeRequest{"Put": a.Put, "Update": a.Update, "Delete": a.Delete, "ConditionCheck": a.ConditionCheck} {
+			if w != nil {
+				op, r, n = name, w, n+1
 			}
 		}
-		if r == nil {
+		if n != 1 {
 			return nil, validation("TransactItems can only contain one of Check, Put, Update or Delete")
 		}
 		c, err := e.prepare(op, r)
@@ -99,9 +90,6 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 			return nil, validation("Transaction request cannot include multiple operations on one item")
 		}
 		seen[r.TableName+"\x00"+c.key] = true
-		if op == "Delete" {
-			c.new = nil
-		}
 		changes[i] = c
 	}
 	if failed {
@@ -131,84 +119,6 @@ func (e *emulator) transactWriteItems(body []byte) (any, error) {
 	return out, nil
 }
 
-type getRequest struct {
-	expressions
-	TableName      string
-	Key            item
-	Keys           []item
-	ConsistentRead bool
-}
-
-// get reads one item for TransactGetItems and BatchGetItem.
-func (e *emulator) get(r *getRequest, key item, c *capacity) (item, error) {
-	t, err := e.table(r.TableName)
-	if err != nil {
-		return nil, err
-	}
-	k, err := t.checkKey(key, true)
-	if err != nil {
-		return nil, err
-	}
-	it := t.items[k]
-	c.read(t.name, "", itemSize(it), r.ConsistentRead)
-	return r.project(it)
-}
-
-func (e *emulator) transactGetItems(body []byte) (any, error) {
-	var in struct {
-		TransactItems          []struct{ Get getRequest }
-		ReturnConsumedCapacity string
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	cap := newCapacity(in.ReturnConsumedCapacity)
-	responses := make([]map[string]any, len(in.TransactItems))
-	for i, a := range in.TransactItems {
-		a.Get.ConsistentRead = true
-		it, err := e.get(&a.Get, a.Get.Key, cap)
-		if err != nil {
-			return nil, err
-		}
-		cap.read(a.Get.TableName, "", itemSize(it), true) // transactional reads cost twice
-		responses[i] = map[string]any{}
-		if it != nil {
-			responses[i]["Item"] = it
-		}
-	}
-	out := map[string]any{"Responses": responses}
-	cap.add(out, true)
-	return out, nil
-}
-
-func (e *emulator) batchGetItem(body []byte) (any, error) {
-	var in struct {
-		RequestItems           map[string]getRequest
-		ReturnConsumedCapacity string
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	cap := newCapacity(in.ReturnConsumedCapacity)
-	responses := map[string][]item{}
-	for name, r := range in.RequestItems {
-		r.TableName = name
-		responses[name] = []item{}
-		for _, key := range r.Keys {
-			it, err := e.get(&r, key, cap)
-			if err != nil {
-				return nil, err
-			}
-			if it != nil {
-				responses[name] = append(responses[name], it)
-			}
-		}
-	}
-	out := map[string]any{"Responses": responses, "UnprocessedKeys": map[string]any{}}
-	cap.add(out, true)
-	return out, nil
-}
-
 func (e *emulator) batchWriteItem(body []byte) (any, error) {
 	var in struct {
 		RequestItems map[string][]struct {
@@ -230,9 +140,6 @@ func (e *emulator) batchWriteItem(body []byte) (any, error) {
 				c, err = e.prepare("Put", &writeRequest{TableName: name, Item: w.PutRequest.Item})
 			case w.DeleteRequest != nil:
 				c, err = e.prepare("Delete", &writeRequest{TableName: name, Key: w.DeleteRequest.Key})
-				if c != nil {
-					c.new = nil
-				}
 			default:
 				err = validation("Supplied AttributeValue has more than one datatypes set, must contain exactly one of the supported datatypes")
 			}
@@ -252,17 +159,9 @@ func (e *emulator) batchWriteItem(body []byte) (any, error) {
 	return out, nil
 }
 
-// bulkLoadTarget is the X-Amz-Target of the embedded emulator's bulk load,
-// an operation of its own for benchmarks that need large tables (package
-// internal/emuload sends it). The body is
-//
-//	{"TableName": "...", "Items": [...], "Template": {...}, "Overrides": [{...}, ...]}
-//
-// where each override stands for a copy of the template with the
-// override's attributes added or replaced. Every item is stored as an
-// unconditional PutItem would store it; an item without the table's key
-// fails the whole request before anything is stored. The answer is
-// {"Count": <items stored>}. It is not a DynamoDB operation.
+// bulkLoadTarget is the emulator's own operation for internal/emuload:
+// Items, and a copy of Template per override with its attributes, are put
+// unconditionally, all or none.
 const bulkLoadTarget = "IdemkeyLocalstack.BulkPutItems"
 
 func (e *emulator) bulkPut(body []byte) (any, error) {

@@ -2,114 +2,58 @@ package localstack
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"math/big"
-	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/truora/minidyn/types"
 )
 
-// Attribute values are minidyn's types.Item, the type its expression
-// interpreter evaluates. Its fields are named as the members of DynamoDB's
-// JSON attribute value (S, N, B, BOOL, NULL, SS, NS, BS, L, M), so
-// encoding/json decodes requests into it as they are; responses are
-// encoded by item's MarshalJSON, which keeps empty lists and maps typed.
-
-// item is one DynamoDB item (or key, or projection of one).
+// item is an item, key or projection. Values are minidyn's types.Item,
+// whose fields are named as DynamoDB's JSON members, so requests decode
+// into it as they are.
 type item map[string]*types.Item
 
 // MarshalJSON encodes the item in DynamoDB's JSON format.
 func (it item) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	writeItem(&b, it)
-	return b.Bytes(), nil
-}
-
-func writeItem(b *bytes.Buffer, it map[string]*types.Item) {
-	names := make([]string, 0, len(it))
-	for name := range it {
-		names = append(names, name)
+	m := make(map[string]any, len(it))
+	for name, v := range it {
+		m[name] = wire(v)
 	}
-	sort.Strings(names)
-	b.WriteByte('{')
-	for i, name := range names {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeString(b, name)
-		b.WriteByte(':')
-		writeValue(b, it[name])
-	}
-	b.WriteByte('}')
+	return json.Marshal(m)
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s) // a string always encodes
-	b.Write(q)
-}
-
-func writeStrings(b *bytes.Buffer, tag string, ss []*string) {
-	b.WriteString(`{"` + tag + `":[`)
-	for i, s := range ss {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeString(b, *s)
-	}
-	b.WriteString("]}")
-}
-
-func writeValue(b *bytes.Buffer, v *types.Item) {
+// wire is v as the JSON of its one member (validation leaves one).
+func wire(v *types.Item) map[string]any {
 	switch {
 	case v.S != nil:
-		b.WriteString(`{"S":`)
-		writeString(b, *v.S)
-		b.WriteByte('}')
+		return map[string]any{"S": *v.S}
 	case v.N != nil:
-		b.WriteString(`{"N":`)
-		writeString(b, *v.N)
-		b.WriteByte('}')
+		return map[string]any{"N": *v.N}
 	case v.B != nil:
-		b.WriteString(`{"B":"` + base64.StdEncoding.EncodeToString(v.B) + `"}`)
+		return map[string]any{"B": v.B}
 	case v.BOOL != nil:
-		b.WriteString(`{"BOOL":` + strconv.FormatBool(*v.BOOL) + `}`)
+		return map[string]any{"BOOL": *v.BOOL}
 	case v.NULL != nil:
-		b.WriteString(`{"NULL":true}`)
+		return map[string]any{"NULL": true}
 	case v.SS != nil:
-		writeStrings(b, "SS", v.SS)
+		return map[string]any{"SS": v.SS}
 	case v.NS != nil:
-		writeStrings(b, "NS", v.NS)
+		return map[string]any{"NS": v.NS}
 	case v.BS != nil:
-		b.WriteString(`{"BS":[`)
-		for i, e := range v.BS {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(`"` + base64.StdEncoding.EncodeToString(e) + `"`)
-		}
-		b.WriteString("]}")
+		return map[string]any{"BS": v.BS}
 	case v.L != nil:
-		b.WriteString(`{"L":[`)
+		l := make([]any, len(v.L))
 		for i, e := range v.L {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			writeValue(b, e)
+			l[i] = wire(e)
 		}
-		b.WriteString("]}")
-	default: // M; validation leaves no other case
-		b.WriteString(`{"M":`)
-		writeItem(b, v.M)
-		b.WriteByte('}')
+		return map[string]any{"L": l}
 	}
+	return map[string]any{"M": item(v.M)}
 }
 
-// checkItem returns DynamoDB's message for the first value of it that is
-// not a valid attribute value, or "".
+// checkItem returns DynamoDB's message for an invalid value of it, or "".
 func checkItem(it map[string]*types.Item) string {
 	for _, v := range it {
 		if msg := checkValue(v); msg != "" {
@@ -158,9 +102,7 @@ func checkValue(v *types.Item) string {
 	return checkItem(v.M)
 }
 
-// isNumber reports whether s is a number as DynamoDB writes one: an
-// optional minus, digits with at most one decimal point, and an optional
-// exponent.
+// isNumber reports whether s is [-]digits[.digits][e[+-]digits].
 func isNumber(s string) bool {
 	s = strings.TrimPrefix(s, "-")
 	mantissa, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
@@ -175,8 +117,7 @@ func isNumber(s string) bool {
 // maxItemSize is DynamoDB's limit on the size of an item.
 const maxItemSize = 400 * 1024
 
-// itemSize is the size DynamoDB counts for it: each attribute's name in
-// UTF-8 bytes plus its value (see valueSize).
+// itemSize is DynamoDB's size of it: names' UTF-8 bytes plus values'.
 func itemSize(it map[string]*types.Item) int {
 	n := 0
 	for name, v := range it {
@@ -229,6 +170,14 @@ func numberSize(s string) int {
 	return (utf8.RuneCountInString(digits)+1)/2 + 1
 }
 
+// typeName is the type of v ("S", "NS", "M"...): its member's name.
+func typeName(v *types.Item) string {
+	for name := range wire(v) {
+		return name
+	}
+	return ""
+}
+
 // scalarType is the key type (S, N or B) of v, or "".
 func scalarType(v *types.Item) string {
 	switch {
@@ -244,8 +193,7 @@ func scalarType(v *types.Item) string {
 	return ""
 }
 
-// keyString encodes a key value so that equal DynamoDB values (1 and 1.0)
-// encode equally.
+// keyString encodes a key value; equal values (1 and 1.0) encode equally.
 func keyString(v *types.Item) string {
 	switch {
 	case v.S != nil:
@@ -257,8 +205,7 @@ func keyString(v *types.Item) string {
 	return "B" + string(v.B)
 }
 
-// compareKeys orders two key values of one type as DynamoDB orders sort
-// keys: numbers by value, strings and binaries by their bytes.
+// compareKeys orders sort keys of one type: numbers by value, else bytes.
 func compareKeys(a, b *types.Item) int {
 	if a.N != nil && b.N != nil {
 		x, _ := new(big.Rat).SetString(*a.N)
@@ -269,34 +216,15 @@ func compareKeys(a, b *types.Item) int {
 }
 
 // copyItem returns a deep copy of it, sharing nothing with it.
-func copyItem(it map[string]*types.Item) map[string]*types.Item {
-	if it == nil {
-		return nil
-	}
-	out := make(map[string]*types.Item, len(it))
-	for name, v := range it {
-		out[name] = copyValue(v)
-	}
+func copyItem(it map[string]*types.Item) (out item) {
+	b, _ := json.Marshal(item(it))
+	_ = json.Unmarshal(b, &out) // what validation let in round-trips
 	return out
-}
-
-func copyValue(v *types.Item) *types.Item {
-	c := *v
-	c.B = bytes.Clone(v.B)
-	c.M = copyItem(v.M)
-	if v.L != nil {
-		c.L = make([]*types.Item, len(v.L))
-		for i, e := range v.L {
-			c.L[i] = copyValue(e)
-		}
-	}
-	return &c
 }
 
 // sameItem reports whether a and b hold the same attributes and values.
 func sameItem(a, b map[string]*types.Item) bool {
-	var x, y bytes.Buffer
-	writeItem(&x, a)
-	writeItem(&y, b)
-	return bytes.Equal(x.Bytes(), y.Bytes())
+	x, _ := json.Marshal(item(a))
+	y, _ := json.Marshal(item(b))
+	return bytes.Equal(x, y)
 }

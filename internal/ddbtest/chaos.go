@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // Position names which of idemkey's DynamoDB calls a request is.
@@ -18,7 +21,6 @@ const (
 	Commit   Position = "commit"   // TransactWriteItems, or PutItem of a completed record
 	Release  Position = "release"  // DeleteItem
 	Fallback Position = "fallback" // GetItem (the consistent read after a condition failure)
-	Other    Position = "other"
 )
 
 // Kind is a kind of injected fault.
@@ -31,10 +33,10 @@ const (
 	TimeoutAfter  Kind = "timeout_after"  // a timeout after DynamoDB applied it: the ambiguous outcome
 )
 
-// Kinds lists every fault kind.
-var Kinds = []Kind{Throttle, ServerError, TimeoutBefore, TimeoutAfter}
+var kinds = []Kind{Throttle, ServerError, TimeoutBefore, TimeoutAfter}
 
-// timeoutError is what a client-side timeout looks like to the SDK.
+// timeoutError is what a client-side timeout looks like to the SDK's
+// retryer.
 type timeoutError struct{ after bool }
 
 func (e timeoutError) Error() string {
@@ -43,19 +45,15 @@ func (e timeoutError) Error() string {
 	}
 	return "ddbtest: injected timeout before the request was sent"
 }
-func (timeoutError) Timeout() bool   { return true }
-func (timeoutError) Temporary() bool { return true }
+func (timeoutError) Timeout() bool { return true }
 
 // Chaos is an http.RoundTripper for the SDK's HTTP client that injects
-// faults into DynamoDB calls at random, by position, with a seeded source:
-// the same seed and call sequence give the same faults. It counts what it
-// injected.
+// faults of every Kind into DynamoDB calls at random, at a rate by
+// position, from a seeded source: the same seed and call sequence give the
+// same faults. It counts what it injected.
 type Chaos struct {
-	Next http.RoundTripper
-	// Rate is the probability of a fault per call, by position.
-	Rate map[Position]float64
-	// Kinds are the faults drawn from (default Kinds).
-	Kinds []Kind
+	next http.RoundTripper
+	rate map[Position]float64
 
 	mu       sync.Mutex
 	rnd      *rand.Rand
@@ -63,12 +61,13 @@ type Chaos struct {
 	enabled  bool
 }
 
-// NewChaos returns a Chaos over next with the given seed, enabled.
+// NewChaos returns an enabled Chaos over next (nil:
+// http.DefaultTransport) with the seed and the fault rates by position.
 func NewChaos(next http.RoundTripper, seed uint64, rate map[Position]float64) *Chaos {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &Chaos{Next: next, Rate: rate, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), injected: map[string]int{}, enabled: true}
+	return &Chaos{next: next, rate: rate, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), injected: map[string]int{}, enabled: true}
 }
 
 // SetEnabled turns injection on or off (to read the final state cleanly).
@@ -78,20 +77,16 @@ func (c *Chaos) SetEnabled(on bool) { c.mu.Lock(); c.enabled = on; c.mu.Unlock()
 func (c *Chaos) Injected() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.injected))
-	for k, v := range c.injected {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.injected)
 }
 
-// PositionOf classifies a DynamoDB request by its target and body.
-func PositionOf(target string, body []byte) Position {
+// positionOf classifies a DynamoDB request by its target and body ("" for
+// a call of none of the positions).
+func positionOf(target string, body []byte) Position {
 	op := target[strings.LastIndexByte(target, '.')+1:]
 	switch op {
 	case "PutItem":
-		// The key record's state attribute: "s", "p" in progress, "c"
-		// completed.
+		// The key record's state "s": "p" in progress, "c" completed.
 		if bytes.Contains(body, []byte(`"s":{"S":"c"}`)) {
 			return Commit
 		}
@@ -105,18 +100,14 @@ func PositionOf(target string, body []byte) Position {
 	case "GetItem":
 		return Fallback
 	}
-	return Other
+	return ""
 }
 
 func (c *Chaos) draw(pos Position) (Kind, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.enabled || c.rnd.Float64() >= c.Rate[pos] {
+	if !c.enabled || c.rnd.Float64() >= c.rate[pos] {
 		return "", false
-	}
-	kinds := c.Kinds
-	if len(kinds) == 0 {
-		kinds = Kinds
 	}
 	k := kinds[c.rnd.IntN(len(kinds))]
 	c.injected[string(pos)+"/"+string(k)]++
@@ -134,9 +125,9 @@ func (c *Chaos) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	kind, fault := c.draw(PositionOf(req.Header.Get("X-Amz-Target"), body))
+	kind, fault := c.draw(positionOf(req.Header.Get("X-Amz-Target"), body))
 	if !fault {
-		return c.Next.RoundTrip(req)
+		return c.next.RoundTrip(req)
 	}
 	switch kind {
 	case Throttle:
@@ -146,7 +137,7 @@ func (c *Chaos) RoundTrip(req *http.Request) (*http.Response, error) {
 	case TimeoutBefore:
 		return nil, timeoutError{}
 	default: // TimeoutAfter
-		resp, err := c.Next.RoundTrip(req)
+		resp, err := c.next.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
@@ -165,4 +156,51 @@ func synthetic(req *http.Request, status int, typ, msg string) *http.Response {
 		ContentLength: int64(len(b)),
 		Request:       req,
 	}
+}
+
+// LostAnswers is an aws.HTTPClient that replaces DynamoDB's answers to
+// the first requests of one operation by a 500 InternalServerError: the
+// request was applied, the client never learns it, and the SDK sends it
+// again. It is safe for concurrent use.
+type LostAnswers struct {
+	next aws.HTTPClient
+	op   string
+
+	mu         sync.Mutex
+	left, lost int
+}
+
+// NewLostAnswers returns a client over next that loses the answers of the
+// first n requests of op (such as "DeleteItem").
+func NewLostAnswers(next aws.HTTPClient, op string, n int) *LostAnswers {
+	return &LostAnswers{next: next, op: op, left: n}
+}
+
+// Lost returns how many answers were lost so far.
+func (l *LostAnswers) Lost() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+func (l *LostAnswers) Do(req *http.Request) (*http.Response, error) {
+	lose := false
+	if strings.HasSuffix(req.Header.Get("X-Amz-Target"), "."+l.op) {
+		l.mu.Lock()
+		if l.left > 0 {
+			l.left--
+			lose = true
+		}
+		l.mu.Unlock()
+	}
+	resp, err := l.next.Do(req)
+	if !lose || err != nil {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	l.mu.Lock()
+	l.lost++
+	l.mu.Unlock()
+	return synthetic(req, http.StatusInternalServerError, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error (injected after the request was applied)"), nil
 }

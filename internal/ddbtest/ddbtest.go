@@ -1,22 +1,26 @@
-// Package ddbtest holds test instruments for code that calls DynamoDB:
-// a call counter installed as SDK middleware, and a fault injector that
-// wraps a real client. Neither replaces DynamoDB; both observe or disturb
-// calls to a real endpoint.
+// Package ddbtest holds test instruments for code that calls DynamoDB: call
+// counters and recorders installed as SDK middleware, and fault injectors
+// around a real client or its HTTP client. None replaces DynamoDB; each
+// observes or disturbs calls to a real endpoint.
 package ddbtest
 
 import (
 	"context"
-	"sort"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Counter counts DynamoDB operations by name. Installed with Install, it
-// counts each operation once per call, whatever the SDK's retries.
+// Counter counts DynamoDB operations by name, once per call whatever the
+// SDK's retries.
 type Counter struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -25,15 +29,23 @@ type Counter struct {
 // NewCounter returns an empty Counter.
 func NewCounter() *Counter { return &Counter{counts: map[string]int{}} }
 
-// Install adds the counter to the client options' middleware stack, e.g.
+// Install adds the counter to a client's middleware, e.g.
 // endpoint.NewClient(counter.Install).
 func (c *Counter) Install(o *dynamodb.Options) {
+	initialize(o, "idemkeyCallCounter", func(ctx context.Context, _ any) {
+		c.mu.Lock()
+		c.counts[awsmiddleware.GetOperationName(ctx)]++
+		c.mu.Unlock()
+	})
+}
+
+// initialize adds to o's stack a step that calls seen with every call's
+// input before the call.
+func initialize(o *dynamodb.Options, id string, seen func(context.Context, any)) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("idemkeyCallCounter",
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc(id,
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				c.counts[awsmiddleware.GetOperationName(ctx)]++
-				c.mu.Unlock()
+				seen(ctx, in.Parameters)
 				return next.HandleInitialize(ctx, in)
 			}), middleware.Before)
 	})
@@ -60,7 +72,7 @@ func (c *Counter) Total() int {
 // Reset forgets every count.
 func (c *Counter) Reset() {
 	c.mu.Lock()
-	c.counts = map[string]int{}
+	clear(c.counts)
 	c.mu.Unlock()
 }
 
@@ -68,24 +80,33 @@ func (c *Counter) Reset() {
 func (c *Counter) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	parts := make([]string, 0, len(c.counts))
-	for op, n := range c.counts {
-		parts = append(parts, op+"="+itoa(n))
+	parts := []string{}
+	for _, op := range slices.Sorted(maps.Keys(c.counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", op, c.counts[op]))
 	}
-	sort.Strings(parts)
 	return strings.Join(parts, " ")
 }
 
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+// WithoutOldItem, a client option, removes the Item of every
+// ConditionalCheckFailedException and cancellation reason the client
+// receives, as an implementation ignoring ReturnValuesOnConditionCheckFailure
+// answers, so that code under test takes its fallback.
+func WithoutOldItem(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("idemkeyWithoutOldItem",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleDeserialize(ctx, in)
+				var failed *types.ConditionalCheckFailedException
+				if errors.As(err, &failed) {
+					failed.Item = nil
+				}
+				var cancelled *types.TransactionCanceledException
+				if errors.As(err, &cancelled) {
+					for i := range cancelled.CancellationReasons {
+						cancelled.CancellationReasons[i].Item = nil
+					}
+				}
+				return out, md, err
+			}), middleware.Before)
+	})
 }

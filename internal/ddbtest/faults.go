@@ -17,20 +17,11 @@ var ErrInjected = errors.New("ddbtest: injected fault")
 type Fault int
 
 const (
-	// Pass lets the call through.
-	Pass Fault = iota
-	// FailBefore fails the call without sending it (a timeout before
-	// DynamoDB saw it).
-	FailBefore
-	// FailAfter sends the call, lets DynamoDB apply it, then reports
-	// failure: the ambiguous outcome of a timeout after the write.
-	FailAfter
-	// Repeat sends the call twice and reports the second result, as an SDK
-	// retry after a lost response does.
-	Repeat
-	// Conflict cancels a TransactWriteItems with a TransactionConflict
-	// reason on its last action, without sending it.
-	Conflict
+	Pass       Fault = iota // the call goes through
+	FailBefore              // ErrInjected, unsent: a timeout before DynamoDB saw it
+	FailAfter               // sent and applied, then ErrInjected: the ambiguous outcome
+	Repeat                  // sent twice, the second result reported: an SDK retry after a lost answer
+	Conflict                // unsent, cancelled with TransactionConflict on the last action
 )
 
 // Faulty wraps a real client and applies a plan of faults per operation.

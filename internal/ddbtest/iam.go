@@ -2,12 +2,12 @@ package ddbtest
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 )
 
 // Permissions records the IAM actions a client's calls need, per table:
@@ -22,15 +22,9 @@ type Permissions struct {
 // NewPermissions returns an empty recorder.
 func NewPermissions() *Permissions { return &Permissions{seen: map[string]map[string]bool{}} }
 
-// Install adds the recorder to a client's middleware stack.
+// Install adds the recorder to a client's middleware.
 func (p *Permissions) Install(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("idemkeyPermissions",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				p.record(in.Parameters)
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
+	initialize(o, "idemkeyPermissions", func(_ context.Context, params any) { p.record(params) })
 }
 
 func (p *Permissions) add(table *string, action string) {
@@ -89,22 +83,12 @@ func (p *Permissions) record(params any) {
 func (p *Permissions) Actions(table string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []string
-	for a := range p.seen[table] {
-		out = append(out, a)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.seen[table]))
 }
 
-// Tables returns the tables seen.
+// Tables returns the tables seen, sorted.
 func (p *Permissions) Tables() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []string
-	for t := range p.seen {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(p.seen))
 }

@@ -24,33 +24,20 @@ type TableClient interface {
 
 var _ TableClient = (*dynamodb.Client)(nil)
 
-// Table operations on real DynamoDB take seconds (creation) and are
-// refused while the table is CREATING or UPDATING; emulators answer at
-// once. The waits start small so that emulators cost no delay, and end
-// long enough for DynamoDB.
+// Table waits and deletion retries back off within these bounds:
+// emulators answer at once, DynamoDB takes seconds.
 const (
-	// TableWaitMinDelay is the first delay between two DescribeTable
-	// calls of a wait, and the first delay before a DeleteTable is retried.
-	TableWaitMinDelay = 20 * time.Millisecond
-	// TableWaitMaxDelay caps the delay between two attempts.
-	TableWaitMaxDelay = 2 * time.Second
-	// TableWaitTimeout bounds a wait for ACTIVE, and the retries of a
-	// DeleteTable, for one table.
-	TableWaitTimeout = 3 * time.Minute
+	tableWaitMinDelay = 20 * time.Millisecond
+	tableWaitMaxDelay = 2 * time.Second
+	tableWaitTimeout  = 3 * time.Minute
 )
 
-// CreateTable creates an on-demand table with the single String partition
-// key hashKey (the shape of the tests' effect tables), waits until it is
-// ACTIVE (see WaitActive) and registers its deletion with DeleteOnCleanup,
-// so that external endpoints keep no test tables. It fails the test on
-// error; a table that was created is deleted even then.
-//
-// name must be unique to the test (localstack.TableName makes such names):
-// when the SDK sent the request more than once (it retries a response it
-// lost or could not verify, and moto sometimes sends a response whose
-// checksum does not match) and a later attempt finds the table existing
-// (ResourceInUseException), an earlier attempt created it, and that is
-// success. A table that exists before the first attempt fails the test.
+// CreateTable creates an on-demand table with the String partition key
+// hashKey, waits until it is ACTIVE and deletes it with DeleteOnCleanup,
+// failing the test on error. name must be unique to the test
+// (localstack.TableName): a ResourceInUseException after the SDK's retry
+// (moto sometimes answers with a bad checksum) means the first attempt
+// created it, and is success; a table that existed before fails the test.
 func CreateTable(t testing.TB, c TableClient, name, hashKey string) {
 	t.Helper()
 	var attempts attemptCounter
@@ -68,8 +55,7 @@ func CreateTable(t testing.TB, c TableClient, name, hashKey string) {
 	WaitActive(t, c, name)
 }
 
-// attemptCounter counts the attempts the SDK makes of the calls it is
-// installed on (its retries included).
+// attemptCounter counts the SDK's attempts of a call, retries included.
 type attemptCounter struct{ n atomic.Int64 }
 
 func (a *attemptCounter) install(o *dynamodb.Options) {
@@ -82,32 +68,22 @@ func (a *attemptCounter) install(o *dynamodb.Options) {
 	})
 }
 
-// WaitActive waits until DescribeTable reports the table ACTIVE, with the
-// SDK's TableExists waiter: its first DescribeTable is sent at once, so an
-// endpoint that creates tables synchronously (the emulators) costs one
-// call and no delay. Later attempts back off from TableWaitMinDelay to
-// TableWaitMaxDelay, for TableWaitTimeout at most. It fails the test when
-// the table does not become ACTIVE.
+// WaitActive waits until DescribeTable reports the table ACTIVE, failing
+// the test when it does not become so; the first DescribeTable is sent at
+// once, so an emulator costs one call and no delay.
 func WaitActive(t testing.TB, c TableClient, name string) {
 	t.Helper()
 	w := dynamodb.NewTableExistsWaiter(c, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = TableWaitMinDelay, TableWaitMaxDelay
+		o.MinDelay, o.MaxDelay = tableWaitMinDelay, tableWaitMaxDelay
 	})
-	if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, TableWaitTimeout); err != nil {
+	if err := w.Wait(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWaitTimeout); err != nil {
 		t.Fatalf("waiting for table %s to be ACTIVE: %v", name, err)
 	}
 }
 
-// DeleteOnCleanup deletes the table when the test ends, with DeleteTable.
-// A table that does not exist (already deleted, or never created) is not
-// an error. DynamoDB refuses to delete a table that is being created or
-// updated (ResourceInUseException) and limits concurrent table operations
-// (LimitExceededException): both are retried with backoff, from
-// TableWaitMinDelay to TableWaitMaxDelay, for TableWaitTimeout at most.
-//
-// A table that could not be deleted fails the test (t.Errorf), naming the
-// table and the last error: on real DynamoDB a leaked table is billed and
-// stays until someone deletes it, and a passing test's log is not read.
+// DeleteOnCleanup deletes the table with DeleteTable when the test ends.
+// A table it could not delete fails the test, named: on DynamoDB a leaked
+// table is billed until someone deletes it.
 func DeleteOnCleanup(t testing.TB, c TableClient, name string) {
 	t.Cleanup(func() {
 		if err := DeleteTable(context.Background(), c, name); err != nil {
@@ -116,13 +92,14 @@ func DeleteOnCleanup(t testing.TB, c TableClient, name string) {
 	})
 }
 
-// DeleteTable deletes the table as DeleteOnCleanup does and returns the
-// error that stopped it: nil once DynamoDB accepted the deletion or the
-// table does not exist.
+// DeleteTable deletes the table, retrying a ResourceInUseException (a
+// table being created or updated) and a LimitExceededException with
+// backoff. It returns nil once the deletion is accepted or the table does
+// not exist, else the error that stopped it.
 func DeleteTable(ctx context.Context, c TableClient, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, TableWaitTimeout)
+	ctx, cancel := context.WithTimeout(ctx, tableWaitTimeout)
 	defer cancel()
-	delay := TableWaitMinDelay
+	delay := tableWaitMinDelay
 	for {
 		_, err := c.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 		var notFound *types.ResourceNotFoundException
@@ -136,10 +113,10 @@ func DeleteTable(ctx context.Context, c TableClient, name string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (gave up after %v: %w)", err, TableWaitTimeout, ctx.Err())
+			return fmt.Errorf("%w (gave up after %v: %w)", err, tableWaitTimeout, ctx.Err())
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, TableWaitMaxDelay)
+		delay = min(2*delay, tableWaitMaxDelay)
 	}
 }
 

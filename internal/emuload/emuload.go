@@ -1,12 +1,7 @@
 // Package emuload fills a table of the embedded DynamoDB emulator (package
-// localstack) quickly, for benchmarks that need large tables: the emulator
-// inserts each item it is sent in time proportional to the table's size,
-// so loading 200,000 items through PutItem or BatchWriteItem takes
-// minutes, where Put takes seconds.
-//
-// It speaks an operation of the emulator's own, not of DynamoDB: against
-// any other endpoint Put fails. It is for building test fixtures outside
-// what a test measures, never for code under test.
+// localstack) in one request, for benchmarks that need large tables. It
+// speaks an operation of the emulator's own, which any other endpoint
+// refuses; it builds fixtures, never code under test.
 package emuload
 
 import (
@@ -21,22 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// target is the emulator's X-Amz-Target of its bulk load.
 const target = "IdemkeyLocalstack.BulkPutItems"
 
-// Put stores items in table of the embedded emulator served at url (an
-// Endpoint's URL), each as an unconditional PutItem would, in one request:
-// the emulator sorts the table's keys and rebuilds its secondary indexes
-// once. An item without the table's key attributes fails the whole call
-// before anything is stored.
-func Put(ctx context.Context, url, table string, items []map[string]types.AttributeValue) error {
-	return PutCopies(ctx, url, table, items, nil, nil)
-}
-
-// PutCopies is Put of items followed by one item per override: a copy of
-// template with the override's attributes added or replaced. It sends
-// template once, so that many items alike (a benchmark's filler) cost
-// little to encode.
+// PutCopies stores items, then one item per override (a copy of template
+// with the override's attributes added or replaced), in table of the
+// embedded emulator served at url (an Endpoint's URL), each as an
+// unconditional PutItem would. An item without the table's key fails the
+// whole call before anything is stored.
 func PutCopies(ctx context.Context, url, table string, items []map[string]types.AttributeValue,
 	template map[string]types.AttributeValue, overrides []map[string]types.AttributeValue) error {
 	encodeAll := func(list []map[string]types.AttributeValue) ([]map[string]any, error) {
@@ -73,7 +59,6 @@ func PutCopies(ctx context.Context, url, table string, items []map[string]types.
 	if err != nil {
 		return fmt.Errorf("emuload: %w", err)
 	}
-	n := len(items) + len(overrides)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("emuload: %w", err)
@@ -87,7 +72,7 @@ func PutCopies(ctx context.Context, url, table string, items []map[string]types.
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("emuload: loading %d items into %s: HTTP %d: %s", n, table, resp.StatusCode, answer)
+		return fmt.Errorf("emuload: loading %d items into %s: HTTP %d: %s", len(items)+len(overrides), table, resp.StatusCode, answer)
 	}
 	return nil
 }
@@ -104,7 +89,6 @@ func encodeItem(item map[string]types.AttributeValue) (map[string]any, error) {
 	return out, nil
 }
 
-// encodeValue returns v in the DynamoDB JSON wire form.
 func encodeValue(v types.AttributeValue) (map[string]any, error) {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:

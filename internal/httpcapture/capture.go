@@ -20,9 +20,6 @@ import (
 // outgrows it (without a declared Content-Length) is sent chunked.
 const bufferBeforeChunkingSize = 2048
 
-// sniffLen is how much of a body http.DetectContentType considers.
-const sniffLen = 512
-
 // Writer is an http.ResponseWriter that buffers the response in memory and
 // sends nothing. Result reports what net/http's server would have sent.
 // Use New to create one.
@@ -33,8 +30,6 @@ type Writer struct {
 	status  int
 
 	declaredLength int64 // valid Content-Length of the snapshot, or -1
-	sniffed        []byte
-	sniffFixed     bool // sniffed holds what net/http would have sniffed
 }
 
 // New returns an empty Writer.
@@ -57,9 +52,6 @@ func (w *Writer) WriteHeader(status int) {
 	}
 	w.status = status
 	w.written = w.header.Clone()
-	if w.written == nil {
-		w.written = make(http.Header)
-	}
 	if cl := w.written.Get("Content-Length"); cl != "" {
 		if n, err := strconv.ParseInt(cl, 10, 64); err == nil && n >= 0 {
 			w.declaredLength = n
@@ -78,7 +70,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if !BodyAllowedForStatus(w.status) {
+	if !bodyAllowed(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
 	if w.declaredLength >= 0 && int64(w.body.Len()+len(p)) > w.declaredLength {
@@ -93,15 +85,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 // handler that checks for one sees none.
 func (w *Writer) FlushError() error {
 	return fmt.Errorf("idemkey: the response is buffered until the handler returns (a guarded response is sent after its commit): flushing it is %w", http.ErrNotSupported)
-}
-
-// fixSniff records the part of the body net/http would sniff a Content-Type
-// from, the body written so far: the first time the server writes the
-// header, it sniffs what it holds.
-func (w *Writer) fixSniff() {
-	b := w.body.Bytes()
-	w.sniffed = b[:min(len(b), sniffLen):min(len(b), sniffLen)]
-	w.sniffFixed = true
 }
 
 // Response is what net/http's server sends for a handler.
@@ -132,15 +115,12 @@ func (w *Writer) Result() Response {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.sniffFixed {
-		w.fixSniff()
-	}
 	h := w.written
 	te := h.Get("Transfer-Encoding")
-	if BodyAllowedForStatus(w.status) {
+	if bodyAllowed(w.status) {
 		_, haveType := h["Content-Type"]
-		if !haveType && h.Get("Content-Encoding") == "" && te == "" && len(w.sniffed) > 0 {
-			h.Set("Content-Type", http.DetectContentType(w.sniffed))
+		if !haveType && h.Get("Content-Encoding") == "" && te == "" && w.body.Len() > 0 {
+			h.Set("Content-Type", http.DetectContentType(w.body.Bytes()))
 		}
 	} else {
 		h.Del("Content-Length")
@@ -172,7 +152,7 @@ func (w *Writer) Result() Response {
 			}
 		})
 	}
-	chunked := BodyAllowedForStatus(w.status) && te != "identity" &&
+	chunked := bodyAllowed(w.status) && te != "identity" &&
 		(te != "" || w.declaredLength < 0 && (announced || w.body.Len() > bufferBeforeChunkingSize))
 	var trailers http.Header
 	if chunked {
@@ -189,16 +169,9 @@ func (w *Writer) Result() Response {
 	return Response{Status: w.status, Header: h, Trailer: trailers, Body: w.body.Bytes()}
 }
 
-// BodyAllowedForStatus reports whether a response of this status may have
-// a body, as net/http decides it.
-func BodyAllowedForStatus(status int) bool {
-	switch {
-	case status >= 100 && status <= 199:
-		return false
-	case status == http.StatusNoContent, status == http.StatusNotModified:
-		return false
-	}
-	return true
+// bodyAllowed reports whether net/http allows a body on status.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 // ForEachHeaderElement calls fn for each non-empty element of the
