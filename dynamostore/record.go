@@ -162,6 +162,8 @@ type Record struct {
 	// commit is shared by the copies of an acquired claim's record: it
 	// remembers the completion time of the claim's first commit attempt.
 	commit *commitMemo
+	// body points at the response body in the BodyStore, when it is there.
+	body *bodyRef
 }
 
 // commitMemo remembers the completion time of a claim's first commit
@@ -663,6 +665,9 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, err
 	}
 	r.Response = resp
+	if r.body, err = decodeBodyRef(item); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 
