@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -52,6 +53,16 @@ func (c *counting) n(op string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[op]
+}
+
+func (c *counting) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.calls {
+		n += v
+	}
+	return n
 }
 
 func (c *counting) reset() {
@@ -108,7 +119,9 @@ type env struct {
 	clock   *ddbtest.Clock
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newBenchEnv(t) }
+
+func newBenchEnv(t testing.TB) *env {
 	t.Helper()
 	ep := localstack.ForTest(t)
 	e := &env{ddb: ep.Client, table: localstack.TableName("bodies"), effects: localstack.TableName("effects"),
@@ -432,4 +445,36 @@ func TestConstructionRefusesUnsafeBodyOptions(t *testing.T) {
 	assert.Panics(t, func() { e.store(func(o *dynamostore.Options) { o.BodyAbove = 400 * 1024 }) })
 	assert.Panics(t, func() { e.store(func(o *dynamostore.Options) { o.MaxBodyBytes = dynamostore.MaxBodyBytes + 1 }) })
 	assert.Panics(t, func() { dynamostore.New(e.ddb, e.table, func(o *dynamostore.Options) { o.BodyAbove = 1 }) })
+}
+
+// BenchmarkLargeReplay measures a replay of a stored 1 MiB and 16 MiB
+// response through the HTTP middleware and prints, per size, the S3 calls
+// per replay and the milliseconds per MiB replayed.
+func BenchmarkLargeReplay(b *testing.B) {
+	for _, mib := range []int{1, 16} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			e := newBenchEnv(b)
+			body := make([]byte, mib<<20)
+			_, _ = rand.Read(body)
+			h, _ := e.serve(e.store(), body, nil)
+			if w := post(h, "k"); w.Code != http.StatusOK {
+				b.Fatalf("first: %d %s", w.Code, w.Body)
+			}
+			e.s3.reset()
+			b.SetBytes(int64(len(body)))
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				if w := post(h, "k"); w.Code != http.StatusOK || w.Body.Len() != len(body) {
+					b.Fatalf("replay: %d", w.Code)
+				}
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			calls := float64(e.s3.total()) / float64(b.N)
+			msPerMiB := float64(elapsed.Microseconds()) / 1000 / float64(b.N) / float64(mib)
+			b.ReportMetric(calls, "s3_calls/op")
+			fmt.Printf("large_replay size=%dMiB s3_calls=%.0f replay_ms_per_mib=%.2f\n", mib, calls, msPerMiB)
+		})
+	}
 }

@@ -72,4 +72,3 @@ func Keys(tb testing.TB, client *s3.Client, bucket string) []string {
 	}
 	return keys
 }
-
