@@ -123,6 +123,7 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 // function is the Lambda handler and what it needs.
 type function struct {
 	client dynamostore.SweepClient
+	bodies dynamostore.BodyStore // BODY_BUCKET's; nil without one
 	cfg    settings
 	stdout io.Writer // receives the EMF line
 	logger *slog.Logger
@@ -144,7 +145,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
 		o.Now, o.Logger, o.Region, o.Schema = f.now, log, f.cfg.Region, f.cfg.Schema
-		o.Mode = f.cfg.Mode
+		o.Mode, o.Bodies = f.cfg.Mode, f.bodies
 	})
 	report, err := sweeper.Resume(ctx)
 	if report == nil {
@@ -190,6 +191,9 @@ func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport) 
 			{Name: "PassFinished", Value: finished, Unit: emf.Count},
 		},
 		Properties: props,
+	}
+	if f.bodies != nil {
+		doc.Metrics = append(doc.Metrics, emf.Metric{Name: "BodiesDeleted", Value: float64(r.BodiesDeleted), Unit: emf.Count})
 	}
 	if err := emf.Write(f.stdout, doc); err != nil {
 		f.logger.Error("idemkey sweeper: writing the metrics line", slog.String("error", err.Error()))
