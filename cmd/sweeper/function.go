@@ -37,6 +37,9 @@ type settings struct {
 	Schema dynamostore.KeySchema
 	// Mode is dynamostore.SweepOptions.Mode ("": scan).
 	Mode dynamostore.SweepMode
+	// BodyBucket is the bucket of the writers' large response bodies
+	// ("": none).
+	BodyBucket string
 }
 
 // configFromEnv reads the settings from the variables the package doc
@@ -96,6 +99,7 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 				"create it with dynamostore.EnsureExpiryIndex or idemctl create-table -index)", mode, dynamostore.SweepScan, dynamostore.SweepIndex)
 		}
 	}
+	s.BodyBucket = strings.TrimSpace(getenv("BODY_BUCKET"))
 	s.Region = strings.TrimSpace(getenv("WRITER_REGION"))
 	switch own := strings.TrimSpace(getenv("AWS_REGION")); {
 	case err != nil || s.Region == "":

@@ -126,7 +126,7 @@ func main() {
 		os.Exit(1)
 	}
 	f := &function{
-		bodies: bodyStore(s3.NewFromConfig(awsCfg), os.Getenv("BODY_BUCKET")),
+		bodies: bodyStore(s3.NewFromConfig(awsCfg), cfg.BodyBucket),
 		client: dynamodb.NewFromConfig(awsCfg),
 		cfg:    cfg,
 		stdout: os.Stdout,

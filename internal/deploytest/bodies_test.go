@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/assert"
@@ -37,6 +36,9 @@ func TestBodiesBucketOnlyWithLargeResponseBodiesAndItsRuleOutlivesEveryRecord(t 
 	tpl, err := Load()
 	require.NoError(t, err)
 	assert.Nil(t, bodyRule(t, tpl, Params{}), "off by default: no bucket")
+	block, err := tpl.Property(Params{"LargeResponseBodies": "s3"}, "BodyBucket", "Properties", "PublicAccessBlockConfiguration")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"BlockPublicAcls": "true", "BlockPublicPolicy": "true", "IgnorePublicAcls": "true", "RestrictPublicBuckets": "true"}, block)
 	assert.Error(t, tpl.Check(Params{"LargeResponseBodies": "s3", "RetentionHours": "0"}), "no retention the rule could undercut")
 	for _, hours := range []int{1, 2, 23, 24, 25, 168, 720, 8760} {
 		params := Params{"LargeResponseBodies": "s3", "RetentionHours": strconv.Itoa(hours)}
@@ -66,16 +68,9 @@ func TestBodiesStackHasAnEncryptedPrivateBucketAndGrantsOnItsPrefix(t *testing.T
 	require.NotEmpty(t, enc.ServerSideEncryptionConfiguration.Rules)
 	assert.Equal(t, s3types.ServerSideEncryptionAes256, enc.ServerSideEncryptionConfiguration.Rules[0].ApplyServerSideEncryptionByDefault.SSEAlgorithm)
 
-	block, err := client.GetPublicAccessBlock(ctx, &s3.GetPublicAccessBlockInput{Bucket: &bucket})
-	require.NoError(t, err)
-	c := block.PublicAccessBlockConfiguration
-	assert.True(t, aws.ToBool(c.BlockPublicAcls) && aws.ToBool(c.BlockPublicPolicy) && aws.ToBool(c.IgnorePublicAcls) && aws.ToBool(c.RestrictPublicBuckets))
-
-	life, err := client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: &bucket})
-	require.NoError(t, err)
-	require.Len(t, life.Rules, 1)
-	require.NotNil(t, life.Rules[0].Expiration)
-	assert.Equal(t, int32(48), aws.ToInt32(life.Rules[0].Expiration.Days))
+	// moto 5's CloudFormation leaves the public access block and the
+	// lifecycle rule out of the bucket (NoSuchPublicAccessBlockConfiguration,
+	// NoSuchLifecycleConfiguration): the static test above checks them.
 
 	objects := "arn:aws:s3:::" + bucket + "/" + s3body.DefaultPrefix + "*"
 	for fn, want := range map[string][]string{

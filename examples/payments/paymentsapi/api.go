@@ -106,6 +106,10 @@ type Config struct {
 	// key records (dynamostore.Options.Bodies, the template's
 	// LargeResponseBodies).
 	Bodies dynamostore.BodyStore
+	// BodyBucket and BodyKMSKey name the bucket and the SSE-KMS key of
+	// Bodies, for a caller that builds it from a configuration (the
+	// Lambda's BODY_BUCKET and BODY_KMS_KEY); New does not read them.
+	BodyBucket, BodyKMSKey string
 	// Observer, when set, receives the Event of every guarded request
 	// next to the default log records (handler.LogObserver): an
 	// OpenTelemetry adapter, or Lambda's per-invocation metrics line.

@@ -89,8 +89,8 @@ func main() {
 		os.Exit(1)
 	}
 	client := dynamodb.NewFromConfig(awsCfg)
-	if bucket := os.Getenv("BODY_BUCKET"); bucket != "" {
-		cfg.Bodies = s3body.New(s3.NewFromConfig(awsCfg), bucket, func(o *s3body.Options) { o.KMSKeyID = os.Getenv("BODY_KMS_KEY") })
+	if cfg.BodyBucket != "" {
+		cfg.Bodies = s3body.New(s3.NewFromConfig(awsCfg), cfg.BodyBucket, func(o *s3body.Options) { o.KMSKeyID = cfg.BodyKMSKey })
 	}
 	if os.Getenv("CREATE_TABLES") == "true" {
 		if err := paymentsapi.EnsureTables(ctx, client, cfg); err != nil {
@@ -170,6 +170,10 @@ func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
 	case "", "1.0", "2.0":
 	default:
 		return cfg, fmt.Errorf("PAYLOAD_FORMAT=%q: must be \"1.0\" or \"2.0\"", v)
+	}
+	cfg.BodyBucket, cfg.BodyKMSKey = getenv("BODY_BUCKET"), getenv("BODY_KMS_KEY")
+	if cfg.BodyBucket == "" && cfg.BodyKMSKey != "" {
+		return cfg, fmt.Errorf("BODY_KMS_KEY is set without BODY_BUCKET: set the bucket of large response bodies, or unset the key")
 	}
 	switch v := getenv("EXPIRY_INDEX"); v {
 	case "", "false":
