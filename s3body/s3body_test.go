@@ -478,3 +478,19 @@ func BenchmarkLargeReplay(b *testing.B) {
 		})
 	}
 }
+
+func TestTheCacheKeepsNoBodyFromTheBodyStore(t *testing.T) {
+	e := newEnv(t)
+	body := randomBody(t, 1<<20)
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) })
+	cache := idemkey.NewCache(16, time.Hour)
+	h := handler.New(e.store(), func(o *handler.Options) { o.Guard.Now, o.Guard.Cache, o.Scope = e.clock.Now, cache, bearer })(app)
+	require.Equal(t, http.StatusOK, post(h, "k").Code)
+	for range 2 {
+		w := post(h, "k")
+		require.Equal(t, "true", w.Header().Get(handler.ReplayedHeader))
+		require.True(t, bytes.Equal(body, w.Body.Bytes()))
+	}
+	assert.Equal(t, 0, cache.Len(), "a 1 MiB body is not held in memory")
+	assert.Equal(t, 2, e.s3.n("GetObject"), "each replay reads it from S3")
+}
