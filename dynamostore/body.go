@@ -212,21 +212,20 @@ func (s *Store) replayBody(ctx context.Context, c *Claim, err error) (*Claim, er
 }
 
 // checkBodyOptions sets the defaults of the body options and panics on
-// values that would break a replay.
+// values that would break a replay. Without Bodies they have no effect.
 func checkBodyOptions(o *Options) {
 	if o.BodyAbove == 0 {
-		o.BodyAbove = DefaultBodyAbove
+		o.BodyAbove = min(DefaultBodyAbove, o.MaxItemBytes/2)
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = MaxBodyBytes
 	}
 	switch {
+	case o.Bodies == nil:
 	case o.BodyAbove < 0 || o.BodyAbove >= o.MaxItemBytes:
 		panic(fmt.Sprintf("dynamostore: New: BodyAbove %d is not between 0 and MaxItemBytes (%d): a body that does not go to Bodies must fit the item; lower BodyAbove", o.BodyAbove, o.MaxItemBytes))
 	case o.MaxBodyBytes < 0 || o.MaxBodyBytes > MaxBodyBytes:
 		panic(fmt.Sprintf("dynamostore: New: MaxBodyBytes %d is not between 1 and %d (MaxBodyBytes)", o.MaxBodyBytes, MaxBodyBytes))
-	case o.Bodies == nil && (o.BodyAbove != DefaultBodyAbove || o.MaxBodyBytes != MaxBodyBytes):
-		panic("dynamostore: New: BodyAbove or MaxBodyBytes is set without Bodies: set Bodies (package s3body) or leave them zero")
 	}
 }
 

@@ -114,8 +114,9 @@ type Options struct {
 	// evicts. See docs/large-responses.md.
 	Bodies BodyStore
 	// BodyAbove is the body size above which a body goes to Bodies
-	// (default DefaultBodyAbove). New panics if it is negative or not
-	// below MaxItemBytes.
+	// (default DefaultBodyAbove, or half of MaxItemBytes when that is
+	// less). With Bodies, New panics if it is negative or not below
+	// MaxItemBytes, or if MaxBodyBytes is negative or over MaxBodyBytes.
 	BodyAbove int
 	// MaxBodyBytes bounds the body a record keeps in Bodies, for the
 	// writer and the reader alike (default and maximum MaxBodyBytes).

@@ -444,7 +444,10 @@ func TestConstructionRefusesUnsafeBodyOptions(t *testing.T) {
 	assert.PanicsWithValue(t, "s3body: New needs an S3 client and a bucket name", func() { s3body.New(e.raw, "") })
 	assert.Panics(t, func() { e.store(func(o *dynamostore.Options) { o.BodyAbove = 400 * 1024 }) })
 	assert.Panics(t, func() { e.store(func(o *dynamostore.Options) { o.MaxBodyBytes = dynamostore.MaxBodyBytes + 1 }) })
-	assert.Panics(t, func() { dynamostore.New(e.ddb, e.table, func(o *dynamostore.Options) { o.BodyAbove = 1 }) })
+	assert.NotPanics(t, func() {
+		dynamostore.New(e.ddb, e.table, func(o *dynamostore.Options) { o.MaxItemBytes = 2048 })
+	}, "without Bodies the body options have no effect")
+	assert.NotPanics(t, func() { e.store(func(o *dynamostore.Options) { o.MaxItemBytes = 2048 }) }, "the default BodyAbove fits a small budget")
 }
 
 // BenchmarkLargeReplay measures a replay of a stored 1 MiB and 16 MiB
