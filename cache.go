@@ -31,7 +31,10 @@ import (
 // alone: New refuses a Cache that a Guard over another store uses. It
 // keeps its own copies of what it stores, and every hit returns a copy of
 // the response, so that neither the function's buffers nor a caller's
-// changes to a replayed response reach another replay.
+// changes to a replayed response reach another replay. A response whose
+// body is larger than a DynamoDB item (400 KB: one a store keeps in a
+// body store, dynamostore.Options.Bodies) is not cached, so that the
+// cache's memory stays within maxEntries items.
 type Cache struct {
 	mu      sync.Mutex
 	max     int
@@ -115,9 +118,12 @@ func sameStore(a, b Store) bool {
 	return va.Type() == vb.Type() && va.Comparable() && a == b
 }
 
+// maxCachedBody is the largest body the cache keeps: a DynamoDB item's.
+const maxCachedBody = 400 * 1024
+
 // store keeps a completed record.
 func (c *Cache) store(rec *dynamostore.Record, now time.Time) {
-	if rec == nil || rec.State != dynamostore.StateCompleted || rec.Response == nil {
+	if rec == nil || rec.State != dynamostore.StateCompleted || rec.Response == nil || len(rec.Response.Body) > maxCachedBody {
 		return
 	}
 	expires := now.Add(c.ttl)

@@ -91,8 +91,8 @@ const (
 	// key table, or a table that a staged write names, does not exist (or
 	// is not ACTIVE) in the client's account and region.
 	ClassMissingTable Class = "missing-table"
-	// ClassAccessDenied: DynamoDB refused the caller's credentials or
-	// permissions (AccessDeniedException, UnrecognizedClientException, an
+	// ClassAccessDenied: DynamoDB (or S3, for a BodyStore) refused the
+	// caller's credentials or permissions (AccessDeniedException, AccessDenied, UnrecognizedClientException, an
 	// invalid signature, an expired security token, a missing one).
 	ClassAccessDenied Class = "access-denied"
 	// ClassInvalidWrite: DynamoDB rejected a write as invalid
@@ -104,6 +104,9 @@ const (
 	// ClassTooManyActions: the key record and the staged writes are more
 	// than txn.MaxActions actions. DynamoDB was not called.
 	ClassTooManyActions Class = "too-many-actions"
+	// ClassMissingBucket: the BodyStore's bucket does not exist (S3's
+	// NoSuchBucket).
+	ClassMissingBucket Class = "missing-bucket"
 	// ClassRejected: DynamoDB refused the call with another client error
 	// (HTTP 4xx) that the SDK does not retry.
 	ClassRejected Class = "store-rejected"
@@ -161,7 +164,9 @@ func classify(err error) Class {
 	switch api.ErrorCode() {
 	case "ResourceNotFoundException", "TableNotFoundException":
 		return ClassMissingTable
-	case "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
+	case "NoSuchBucket":
+		return ClassMissingBucket
+	case "AccessDenied", "AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException",
 		"IncompleteSignature", "IncompleteSignatureException", "MissingAuthenticationToken",
 		"MissingAuthenticationTokenException", "InvalidClientTokenId", "ExpiredToken",
 		"ExpiredTokenException", "SignatureDoesNotMatch", "NotAuthorized", "UnauthorizedOperation":

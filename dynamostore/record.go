@@ -145,6 +145,7 @@ type Record struct {
 	Region string
 
 	commit *commitMemo // shared by the copies of an acquired claim's record
+	body   *bodyRef    // the response body in the BodyStore, when it is there
 }
 
 // commitMemo remembers the completion time of a claim's first commit
@@ -638,6 +639,9 @@ func (l *layout) decode(item map[string]types.AttributeValue) (*Record, error) {
 		return nil, err
 	}
 	r.Response = resp
+	if r.body, err = decodeBodyRef(item); err != nil {
+		return nil, err
+	}
 	return &r, nil
 }
 

@@ -90,6 +90,23 @@ type Options struct {
 	// key table's layout; see KeySchema). Every store, sweeper and tool
 	// over one table must use the same schema.
 	Schema KeySchema
+	// Bodies, when set, keeps response bodies larger than BodyAbove (and
+	// any body that would not fit the item) outside the table, one object
+	// per record, written before the commit; a replay reads it back and
+	// checks its size and SHA-256 (ErrReplayCorrupt when it is missing or
+	// differs). Bodies over MaxBodyBytes are stored as omitted. The
+	// Sweeper of the table must have the same BodyStore
+	// (SweepOptions.Bodies) to delete the objects of the records it
+	// evicts. See docs/large-responses.md.
+	Bodies BodyStore
+	// BodyAbove is the body size above which a body goes to Bodies
+	// (default DefaultBodyAbove, or half of MaxItemBytes when that is
+	// less). With Bodies, New panics if it is negative or not below
+	// MaxItemBytes, or if MaxBodyBytes is negative or over MaxBodyBytes.
+	BodyAbove int
+	// MaxBodyBytes bounds the body a record keeps in Bodies, for the
+	// writer and the reader alike (default and maximum MaxBodyBytes).
+	MaxBodyBytes int
 }
 
 // Store reads and writes key records in one DynamoDB table. It is safe for
@@ -147,6 +164,7 @@ func New(client Client, table string, optFns ...func(*Options)) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	checkBodyOptions(o)
 	s.layout = newLayout(mustSchema("dynamostore: New", o.Schema))
 	s.layout.indexed = o.ExpiryIndex
 	o.Schema = KeySchema(s.layout.Schema)
@@ -224,7 +242,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 	if lease <= 0 {
 		lease = s.opts.Lease
 	}
-	return s.claimWith(ctx, req, nil, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
+	c, err := s.claimWith(ctx, req, nil, newLockToken(), func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
 		lockExpires := now.Add(lease)
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
@@ -234,6 +252,7 @@ func (s *Store) Claim(ctx context.Context, req Request) (*Claim, error) {
 		}
 		return rec, s.layout.baseItem(rec)
 	})
+	return s.replayBody(ctx, c, err)
 }
 
 // inProgressExpiry is the exp of a claim's record: after its lock, and no
@@ -254,10 +273,9 @@ func (s *Store) commitExpiry(claimed, at time.Time) time.Time {
 
 // claimWith writes the item build returns (with the staged effects of tx)
 // under the claim condition, and decides the outcome when a live record
-// stands in the way. A fresh random token identifies this call's writes.
-func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx,
+// stands in the way. token, fresh and random, identifies this call's writes.
+func (s *Store) claimWith(ctx context.Context, req Request, tx *txn.Tx, token string,
 	build func(now time.Time, token string) (*Record, map[string]types.AttributeValue)) (*Claim, error) {
-	token := newLockToken()
 	for range claimAttempts {
 		now := s.opts.Now()
 		rec, item := build(now, token)
@@ -346,7 +364,8 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 	if err := checkResponse(resp); err != nil {
 		return nil, err
 	}
-	return s.claimWith(ctx, req, tx, func(now time.Time, token string) (*Record, map[string]types.AttributeValue) {
+	token := newLockToken()
+	record := func(now time.Time) (*Record, map[string]types.AttributeValue) {
 		r := resp
 		rec := &Record{
 			Scope: req.Scope, Key: req.Key, Method: asUTF8(req.Method), Path: asUTF8(req.Path),
@@ -354,9 +373,26 @@ func (s *Store) CommitFirst(ctx context.Context, req Request, resp Response, tx 
 			LockExpires: now, Created: now, Completed: now, Expires: wholeSecond(now.Add(s.opts.Retention)),
 			Region: s.opts.Region, Response: &r,
 		}
-		item := s.layout.encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
+		return rec, s.layout.encodeCompleted(rec, s.opts.CompressAbove, s.opts.MaxItemBytes)
+	}
+	var ref *bodyRef
+	var object string
+	if s.opts.Bodies != nil {
+		rec, item := record(s.opts.Now())
+		var err error
+		if ref, object, err = s.putBody(ctx, rec, item); err != nil {
+			return nil, err
+		}
+	}
+	c, err := s.claimWith(ctx, req, tx, token, func(now time.Time, _ string) (*Record, map[string]types.AttributeValue) {
+		rec, item := record(now)
+		ref.point(item, rec, s.opts.MaxItemBytes)
 		return storedView(rec, item), item
 	})
+	if err == nil && c.Result != Acquired || err != nil && !errors.As(err, new(*StoreError)) {
+		s.dropBody(ctx, object) // nothing was written
+	}
+	return s.replayBody(ctx, c, err)
 }
 
 // decide classifies a live stored record against a claim; its own token
@@ -410,7 +446,11 @@ func checkUTF8(scope, key string) error {
 // a record in progress under a live lock is live whatever its exp). A scope
 // or key that is not valid UTF-8 gets ErrInvalidRequest, without a call.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
-	return s.get(ctx, scope, key)
+	rec, err := s.get(ctx, scope, key)
+	if err != nil {
+		return nil, err
+	}
+	return s.readBody(ctx, rec)
 }
 
 func (s *Store) get(ctx context.Context, scope, key string) (*Record, error) {
@@ -500,13 +540,23 @@ func (s *Store) Commit(ctx context.Context, c *Claim, resp Response, tx *txn.Tx)
 	done.Completed = at
 	done.Expires = s.commitExpiry(c.Record.Expires, at)
 	item := s.layout.encodeCompleted(&done, s.opts.CompressAbove, s.opts.MaxItemBytes)
+	_, object, err := s.putBody(ctx, &done, item)
+	if err != nil {
+		return nil, err
+	}
 
 	failed, err := s.writeFenced(ctx, item, fenceCondition, fenceNames, fenceValues(c), tx, &done)
 	switch {
 	case err == nil:
 		return storedView(&done, item), nil
 	case errors.Is(err, errFenceFailed):
-		return s.afterFenceFailed(ctx, c, failed)
+		rec, err := s.afterFenceFailed(ctx, c, failed)
+		if errors.Is(err, ErrLockLost) {
+			s.dropBody(ctx, object) // the record is another claim's, or gone
+		}
+		return rec, err
+	case isTxnAnswer(err) && !errors.Is(err, txn.ErrTokenMismatch):
+		s.dropBody(ctx, object) // DynamoDB refused the transaction: nothing was written
 	case errors.Is(err, txn.ErrTokenMismatch):
 		// An earlier attempt used this token with other parameters: if it
 		// was applied, it stands.
@@ -583,7 +633,7 @@ func (s *Store) writeFenced(ctx context.Context, item map[string]types.Attribute
 func storedView(rec *Record, item map[string]types.AttributeValue) *Record {
 	view := *rec
 	resp := *rec.Response
-	if _, ok := item[attrBody]; !ok && len(resp.Body) > 0 {
+	if _, ok := item[attrBody]; !ok && item[attrBodyRef] == nil && len(resp.Body) > 0 {
 		resp.BodyOmitted = len(resp.Body)
 		resp.Body = nil
 	}

@@ -135,6 +135,13 @@ type SweepOptions struct {
 	// and the last. The application's items are still scanned (and
 	// charged): they count as Scanned and Foreign.
 	Schema KeySchema
+	// Bodies is the BodyStore of the Stores writing the table
+	// (Options.Bodies), if they have one: a record evicted is deleted with
+	// ReturnValues ALL_OLD, then its body's object (counted in
+	// SweepReport.BodiesDeleted). Objects whose record is gone otherwise
+	// (DynamoDB's TTL, a crash between the object's write and the commit)
+	// are left to the bucket's lifecycle rule.
+	Bodies BodyStore
 	// Logger receives one summary record per sweep (Info; Warn when
 	// something failed or the report counts Unowned or Unindexed records)
 	// and a Debug record per record that changed between the scan and its
@@ -393,6 +400,7 @@ func (s *Sweeper) report(start time.Time, segments int, tallies []sweepTally) (*
 		r.Foreign += t.foreign
 		r.Unowned += t.unowned
 		r.Unindexed += t.unindexed
+		r.BodiesDeleted += t.bodies
 		r.OldestLiveKeyAge = max(r.OldestLiveKeyAge, t.oldestLive)
 		r.EvictionLag = max(r.EvictionLag, t.lag)
 		r.ConsumedReadUnits += t.rcu
@@ -437,6 +445,7 @@ type sweepRun struct {
 // sweepTally is one part's share of a report, and where it stands.
 type sweepTally struct {
 	pages, scanned, evicted, reclaimed, skipped, live, foreign, unowned, errors int64
+	bodies                                                                      int64 // objects of evicted records deleted
 	// unindexed counts the key records without ExpiryBucketAttribute read.
 	unindexed int64
 
@@ -767,6 +776,9 @@ func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, actio
 		return
 	}
 	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+	if r.s.opts.Bodies != nil {
+		in.ReturnValues = types.ReturnValueAllOld
+	}
 	attempts := 0
 	out, err := r.s.client.DeleteItem(ctx, in, countAttempts(&attempts))
 	var ccf *types.ConditionalCheckFailedException
@@ -774,6 +786,7 @@ func (r *sweepRun) remove(ctx context.Context, t *sweepTally, done *int64, actio
 	case err == nil:
 		*done++
 		t.wcu += writeUnits(out.ConsumedCapacity)
+		r.dropBody(ctx, t, pk, out.Attributes)
 	case errors.As(err, &ccf):
 		deleted, read := deletedByEarlierAttempt(ctx, r.s.client, in, attempts)
 		t.rcu += readUnits(read)

@@ -89,6 +89,9 @@ type SweepReport struct {
 	// Options.ExpiryIndex or older records remain; the summary log record
 	// is then a warning.
 	Unindexed int64
+	// BodiesDeleted counts the response bodies deleted from
+	// SweepOptions.Bodies after their records were evicted.
+	BodiesDeleted int64
 	// OldestLiveKeyAge is the age (now minus its claim time) of the oldest
 	// live record read; zero when none was. In SweepIndex mode it is an
 	// estimate from each shard's next record to expire: with one
@@ -147,6 +150,7 @@ func (r *SweepReport) attrs() []slog.Attr {
 		slog.Int64("foreign", r.Foreign),
 		slog.Int64("unowned", r.Unowned),
 		slog.Int64("unindexed", r.Unindexed),
+		slog.Int64("bodies_deleted", r.BodiesDeleted),
 		slog.Duration("oldest_live_key_age", r.OldestLiveKeyAge),
 		slog.Duration("eviction_lag", r.EvictionLag),
 		slog.Duration("duration", r.Duration),
@@ -186,6 +190,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		Foreign            int64     `json:"foreign"`
 		Unowned            int64     `json:"unowned"`
 		Unindexed          int64     `json:"unindexed"`
+		BodiesDeleted      int64     `json:"bodiesDeleted,omitempty"`
 		OldestLiveKeyAge   float64   `json:"oldestLiveKeyAgeSeconds"`
 		EvictionLag        float64   `json:"evictionLagSeconds"`
 		ConsumedReadUnits  float64   `json:"consumedReadUnits"`
@@ -198,7 +203,7 @@ func (r *SweepReport) MarshalJSON() ([]byte, error) {
 		Cursor             string    `json:"cursor,omitempty"`
 	}{
 		r.Table, r.Mode, r.DryRun, r.Segments, r.Started, r.Duration.Milliseconds(), r.Pages, r.Scanned,
-		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.Unowned, r.Unindexed, r.OldestLiveKeyAge.Seconds(),
+		r.Evicted, r.Reclaimed, r.Skipped, r.LiveKeys, r.Foreign, r.Unowned, r.Unindexed, r.BodiesDeleted, r.OldestLiveKeyAge.Seconds(),
 		r.EvictionLag.Seconds(), r.ConsumedReadUnits, r.ConsumedWriteUnits, r.ScannedPerEvicted(),
 		r.Errors, r.ErrorMessages, r.Finished, r.StoppedBy, r.Cursor,
 	})

@@ -423,6 +423,9 @@ func problemOf(err error) (problem.Details, time.Duration) {
 	case errors.Is(err, idemkey.ErrUnkeyedUnsupported):
 		return problem.New(http.StatusInternalServerError, problem.UnkeyedUnsupported, "Writes need an Idempotency-Key",
 			"This request staged writes without an Idempotency-Key, and this service's store commits staged writes only with one. Nothing was written."), 0
+	case errors.Is(err, dynamostore.ErrReplayCorrupt):
+		return problem.New(http.StatusInternalServerError, problem.ReplayCorrupt, "Stored response corrupt",
+			"The stored response body of this Idempotency-Key is missing or is not the one committed, so it is neither replayed nor executed again."), 0
 	case errors.Is(err, dynamostore.ErrCorruptRecord):
 		return problem.New(http.StatusInternalServerError, problem.InvalidRecord, "Stored record unreadable",
 			"The stored record of this Idempotency-Key cannot be read, so it is neither replayed nor executed again."), 0
@@ -443,6 +446,8 @@ func permanentProblem(e *idemkey.PermanentError) problem.Details {
 	switch e.Class {
 	case dynamostore.ClassMissingTable:
 		title, detail = "Table not found", "DynamoDB reports that a table this request uses does not exist"+tables+"."
+	case dynamostore.ClassMissingBucket:
+		title, detail = "Bucket not found", "S3 reports that the bucket of the service's large response bodies does not exist."
 	case dynamostore.ClassAccessDenied:
 		title, detail = "Store access denied", "DynamoDB refused the service's credentials or permissions for a table this request uses"+tables+"."
 	case dynamostore.ClassInvalidWrite:

@@ -295,6 +295,9 @@ var _ idemkey.Store = (*Store)(nil)
 //     key executes again. Turn TTL off, run in each region a sweeper that
 //     deletes only that region's records (dynamostore.SweepOptions.Region),
 //     and declare EvictBySweeper;
+//   - in HomeRegion and Strong modes, a store with a BodyStore
+//     (dynamostore.Options.Bodies): its objects do not replicate with
+//     the table, so another region could not replay a large response;
 //   - HomeRegion with Effects = EffectsKeyed: on an MREC table the keyed
 //     effect's condition is checked only in the region that writes it, so
 //     it does not stop a second execution elsewhere; stage effects, which
@@ -330,6 +333,9 @@ func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 		case o.Mode != SingleRegion && r.Store.Options().Region != r.Name:
 			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" writes region "+
 				strconv.Quote(r.Store.Options().Region)+"; set dynamostore.Options.Region to the region's name (NewRegion does)")
+		case o.Mode != SingleRegion && r.Store.Options().Bodies != nil:
+			return nil, bad(field, "the store of region "+strconv.Quote(r.Name)+" keeps large bodies in a BodyStore (dynamostore.Options.Bodies), "+
+				"whose objects global tables do not replicate: a replay in another region would find no body; leave Bodies unset in HomeRegion and Strong modes")
 		case o.Mode != SingleRegion && clientRegionMismatch(r) != "":
 			return nil, bad(field, clientRegionMismatch(r))
 		case o.Mode != SingleRegion && r.Store.Options().Lease < MinLease:

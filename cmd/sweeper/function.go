@@ -37,6 +37,9 @@ type settings struct {
 	Schema dynamostore.KeySchema
 	// Mode is dynamostore.SweepOptions.Mode ("": scan).
 	Mode dynamostore.SweepMode
+	// BodyBucket is the bucket of the writers' large response bodies
+	// ("": none).
+	BodyBucket string
 }
 
 // configFromEnv reads the settings from the variables the package doc
@@ -96,6 +99,7 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 				"create it with dynamostore.EnsureExpiryIndex or idemctl create-table -index)", mode, dynamostore.SweepScan, dynamostore.SweepIndex)
 		}
 	}
+	s.BodyBucket = strings.TrimSpace(getenv("BODY_BUCKET"))
 	s.Region = strings.TrimSpace(getenv("WRITER_REGION"))
 	switch own := strings.TrimSpace(getenv("AWS_REGION")); {
 	case err != nil || s.Region == "":
@@ -123,6 +127,7 @@ func configFromEnv(getenv func(string) string) (settings, error) {
 // function is the Lambda handler and what it needs.
 type function struct {
 	client dynamostore.SweepClient
+	bodies dynamostore.BodyStore // BODY_BUCKET's; nil without one
 	cfg    settings
 	stdout io.Writer // receives the EMF line
 	logger *slog.Logger
@@ -144,7 +149,7 @@ func (f *function) handle(ctx context.Context, ev events.EventBridgeEvent) (*dyn
 		o.ItemsPerSecond, o.ReadUnitsPerSecond = f.cfg.ItemsPerSecond, f.cfg.ReadUnitsPerSecond
 		o.DeadlineMargin, o.DryRun = f.cfg.Margin, f.cfg.DryRun
 		o.Now, o.Logger, o.Region, o.Schema = f.now, log, f.cfg.Region, f.cfg.Schema
-		o.Mode = f.cfg.Mode
+		o.Mode, o.Bodies = f.cfg.Mode, f.bodies
 	})
 	report, err := sweeper.Resume(ctx)
 	if report == nil {
@@ -190,6 +195,9 @@ func (f *function) emit(ev events.EventBridgeEvent, r *dynamostore.SweepReport) 
 			{Name: "PassFinished", Value: finished, Unit: emf.Count},
 		},
 		Properties: props,
+	}
+	if f.bodies != nil {
+		doc.Metrics = append(doc.Metrics, emf.Metric{Name: "BodiesDeleted", Value: float64(r.BodiesDeleted), Unit: emf.Count})
 	}
 	if err := emf.Write(f.stdout, doc); err != nil {
 		f.logger.Error("idemkey sweeper: writing the metrics line", slog.String("error", err.Error()))

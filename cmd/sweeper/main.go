@@ -44,6 +44,10 @@
 //	            record. At most dynamostore.MaxSweepRegionLen bytes, and
 //	            when AWS_REGION is set (Lambda always sets it) it must equal
 //	            it: the function refuses to start otherwise
+//	BODY_BUCKET the S3 bucket of the writers' large response bodies
+//	            (dynamostore.SweepOptions.Bodies, package s3body with its
+//	            default prefix): the body of each record evicted is
+//	            deleted. Unset: none
 //	KEY_PARTITION_KEY, KEY_SORT_KEY, KEY_SORT_KEY_VALUE, KEY_PREFIX,
 //	KEY_TTL_ATTRIBUTE
 //	            the key schema (dynamostore.KeySchema) when the key records
@@ -68,7 +72,8 @@
 // Evicted, Reclaimed, Skipped, LiveKeys (Count); OldestLiveKeyAgeSeconds,
 // EvictionLagSeconds (Seconds); DurationMs (Milliseconds); ConsumedRCU,
 // ConsumedWCU, ScannedPerEvicted (None); Errors (Count, failed DynamoDB
-// calls, the cursor's included); PassFinished (1 when the pass finished).
+// calls, the cursor's included); with BODY_BUCKET, BodiesDeleted (Count,
+// the objects of evicted records deleted); PassFinished (1 when the pass finished).
 // Its properties: StoppedBy, DryRun, Segments, Pages, Foreign, Unowned
 // (records of no region a regional sweep leaves alone; their expiry counts
 // in EvictionLagSeconds), Unindexed (in index mode, key records without
@@ -99,6 +104,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/idemkey/idemkey/dynamostore"
+	"github.com/idemkey/idemkey/s3body"
 )
 
 func main() {
@@ -117,6 +126,7 @@ func main() {
 		os.Exit(1)
 	}
 	f := &function{
+		bodies: bodyStore(s3.NewFromConfig(awsCfg), cfg.BodyBucket),
 		client: dynamodb.NewFromConfig(awsCfg),
 		cfg:    cfg,
 		stdout: os.Stdout,
@@ -124,6 +134,14 @@ func main() {
 		now:    time.Now,
 	}
 	lambda.Start(f.handle)
+}
+
+// bodyStore is the BodyStore over bucket, nil when bucket is empty.
+func bodyStore(client *s3.Client, bucket string) dynamostore.BodyStore {
+	if bucket == "" {
+		return nil
+	}
+	return s3body.New(client, bucket)
 }
 
 // runtimeAPIEnv is the variable Lambda (and the Runtime Interface

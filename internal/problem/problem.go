@@ -35,6 +35,9 @@ const (
 	InvalidBody   = "invalid-body"
 	InvalidRecord = "corrupt-record"
 	URITooLong    = "uri-too-long"
+	// ReplayCorrupt: a stored response's body, kept in a body store, is
+	// missing or not the body committed.
+	ReplayCorrupt = "replay-corrupt"
 	// UnkeyedUnsupported: a request without a key staged writes on a
 	// store that commits them only with a key record.
 	UnkeyedUnsupported = "unkeyed-writes-unsupported"

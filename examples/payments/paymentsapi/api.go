@@ -102,6 +102,14 @@ type Config struct {
 	// swept by it (dynamostore.Options.ExpiryIndex, the template's
 	// SweepMode index): the key records then carry what the index needs.
 	ExpiryIndex bool
+	// Bodies, when set, keeps the bodies of large responses out of the
+	// key records (dynamostore.Options.Bodies, the template's
+	// LargeResponseBodies).
+	Bodies dynamostore.BodyStore
+	// BodyBucket and BodyKMSKey name the bucket and the SSE-KMS key of
+	// Bodies, for a caller that builds it from a configuration (the
+	// Lambda's BODY_BUCKET and BODY_KMS_KEY); New does not read them.
+	BodyBucket, BodyKMSKey string
 	// Observer, when set, receives the Event of every guarded request
 	// next to the default log records (handler.LogObserver): an
 	// OpenTelemetry adapter, or Lambda's per-invocation metrics line.
@@ -156,6 +164,7 @@ func NewHandler(client Client, cfg Config) http.Handler {
 		o.Schema = schema
 		o.Region = cfg.Region
 		o.ExpiryIndex = cfg.ExpiryIndex
+		o.Bodies = cfg.Bodies
 	})
 	idem := handler.New(store, func(o *handler.Options) {
 		// The scope is the authenticated caller (authenticate runs first),

@@ -22,6 +22,11 @@
 //	EXPIRY_INDEX   "true": the key table has the expiry index and is swept
 //	               by it (dynamostore.Options.ExpiryIndex; the template's
 //	               SweepMode index sets it); default "false"
+//	BODY_BUCKET    the S3 bucket of large response bodies
+//	               (dynamostore.Options.Bodies, package s3body; the
+//	               template's LargeResponseBodies s3 sets it); default none:
+//	               a body too large for its record is stored as omitted
+//	BODY_KMS_KEY   with BODY_BUCKET, the KMS key of SSE-KMS; default SSE-S3
 //	PAYLOAD_FORMAT "2.0" (default): API Gateway HTTP API events; "1.0":
 //	               REST API (and HTTP API payload 1.0) events
 //	CREATE_TABLES  "true": create both tables at start when they are
@@ -58,12 +63,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/examples/payments/paymentsapi"
 	"github.com/idemkey/idemkey/handler"
 	"github.com/idemkey/idemkey/internal/problem"
 	idemlambda "github.com/idemkey/idemkey/lambda"
+	"github.com/idemkey/idemkey/s3body"
 )
 
 // handlerFunc is what lambda.Start runs.
@@ -82,6 +89,9 @@ func main() {
 		os.Exit(1)
 	}
 	client := dynamodb.NewFromConfig(awsCfg)
+	if cfg.BodyBucket != "" {
+		cfg.Bodies = s3body.New(s3.NewFromConfig(awsCfg), cfg.BodyBucket, func(o *s3body.Options) { o.KMSKeyID = cfg.BodyKMSKey })
+	}
 	if os.Getenv("CREATE_TABLES") == "true" {
 		if err := paymentsapi.EnsureTables(ctx, client, cfg); err != nil {
 			fmt.Fprintln(os.Stderr, "payments-lambda: creating the tables:", err)
@@ -160,6 +170,10 @@ func configFrom(getenv func(string) string) (paymentsapi.Config, error) {
 	case "", "1.0", "2.0":
 	default:
 		return cfg, fmt.Errorf("PAYLOAD_FORMAT=%q: must be \"1.0\" or \"2.0\"", v)
+	}
+	cfg.BodyBucket, cfg.BodyKMSKey = getenv("BODY_BUCKET"), getenv("BODY_KMS_KEY")
+	if cfg.BodyBucket == "" && cfg.BodyKMSKey != "" {
+		return cfg, fmt.Errorf("BODY_KMS_KEY is set without BODY_BUCKET: set the bucket of large response bodies, or unset the key")
 	}
 	switch v := getenv("EXPIRY_INDEX"); v {
 	case "", "false":
