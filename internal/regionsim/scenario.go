@@ -267,6 +267,10 @@ type sim struct {
 	route  func(a *attempt) http.Handler
 }
 
+func newSim(sc Scenario, mode Mode) *sim {
+	return &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}, res: Result{Mode: mode}}
+}
+
 // Run runs sc in mode on a new cluster and returns its counts.
 func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
 	if run := fenceScenario(mode); run != nil {
@@ -279,8 +283,7 @@ func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
 	if slices.Index(sc.Regions, sc.OutageRegion) < 0 {
 		return nil, fmt.Errorf("regionsim: outage region %q is not a region", sc.OutageRegion)
 	}
-	s := &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}
-	s.res.Mode = mode
+	s := newSim(sc, mode)
 	cluster, err := Start(ctx, func(o *Options) {
 		o.Regions = sc.Regions
 		o.Lag = sc.Lag
@@ -335,22 +338,14 @@ func (s *sim) setup(ctx context.Context) error {
 		case Naive:
 			store = regions[i].Store
 		case Home, HomeFailover, Strong:
-			router, err := multiregion.New(regions, func(o *multiregion.Options) {
-				switch s.mode {
-				case Home:
-					o.Mode = multiregion.HomeRegion
-					o.Eviction = multiregion.EvictBySweeper // nothing expires within the scenario
-				case HomeFailover:
-					o.Mode = multiregion.HomeRegion
-					o.Eviction = multiregion.EvictBySweeper
-					o.Failover = true
-				case Strong:
+			router, err := multiregion.New(regions, s.routerOptions, func(o *multiregion.Options) {
+				o.Mode = multiregion.HomeRegion
+				o.Failover = s.mode == HomeFailover
+				if s.mode == Strong {
 					o.Mode = multiregion.Strong
 					o.Local = r.Name
 					o.Effects = multiregion.EffectsKeyed
-					o.Eviction = multiregion.EvictBySweeper
 				}
-				o.Observer = s.counters.Observe
 			})
 			if err != nil {
 				return err
@@ -364,11 +359,28 @@ func (s *sim) setup(ctx context.Context) error {
 		if s.mode == Strong {
 			inner = s.keyedEffect(i)
 		}
-		s.services = append(s.services, handler.New(store, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(inner))
+		s.services = append(s.services, service(store, inner))
 	}
 	return nil
+}
+
+// topologyReadTimeout replaces the wall-clock bound of a topology read:
+// requests take no virtual time, so a slow machine must not turn a read
+// into an unreachable region.
+const topologyReadTimeout = time.Hour
+
+// routerOptions are the options every process of every mode shares.
+func (s *sim) routerOptions(o *multiregion.Options) {
+	o.Eviction = multiregion.EvictBySweeper // nothing expires within a run but the fence scenarios'
+	o.Observer = s.counters.Observe
+	o.TopologyReadTimeout = topologyReadTimeout
+}
+
+// service is a process: handler over store, the tenant header as scope.
+func service(store idemkey.Store, inner http.Handler) http.Handler {
+	return handler.New(store, func(o *handler.Options) {
+		o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
+	})(inner)
 }
 
 // mrecEffect is the service of region r on an MREC table: it stages one

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/multiregion"
 )
 
@@ -109,9 +107,7 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 	if sc.Lag <= 0 {
 		sc.Lag = time.Second
 	}
-	f := &fenceSim{sim: &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}, ctx: ctx, names: sc.Regions, ops: map[string]int{},
-		lagKeys: map[string]bool{}}
-	f.res.Mode = mode
+	f := &fenceSim{sim: newSim(sc, mode), ctx: ctx, names: sc.Regions, ops: map[string]int{}, lagKeys: map[string]bool{}}
 	if err := f.combine(); err != nil { // scenario_combined.go
 		return nil, err
 	}
@@ -201,12 +197,12 @@ func (f *fenceSim) now(name string) func() time.Time {
 // options are the router options of the fleet.
 func (f *fenceSim) options() func(*multiregion.Options) {
 	return func(o *multiregion.Options) {
+		f.routerOptions(o)
 		o.Mode = multiregion.HomeRegion
 		o.Failover = f.mode != HomeTTLReplicated && f.mode != HomeRehomeSweep
 		o.Eviction = f.eviction
 		o.Pins = f.pins
 		o.TopologyRefresh = TopologyRefresh
-		o.Observer = f.counters.Observe
 	}
 }
 
@@ -224,9 +220,7 @@ func (f *fenceSim) fleet() error {
 			return err
 		}
 		f.routers = append(f.routers, router)
-		f.services = append(f.services, handler.New(router, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(f.stallable(f.mrecEffect(r))))
+		f.services = append(f.services, service(router, f.stallable(f.mrecEffect(r))))
 		if !f.ttl {
 			owns, err := router.SweepOwner(r.Name)
 			if err != nil {

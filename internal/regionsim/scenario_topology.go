@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/multiregion"
 )
 
@@ -103,8 +101,7 @@ func runTopologyChange(ctx context.Context, sc Scenario) (*Result, error) {
 	sc.NoOutage = true
 	oldNames := slices.Clone(sc.Regions)
 	sc.Regions = append(slices.Clone(sc.Regions), AddedRegion)
-	s := &sim{sc: sc, mode: HomeTopologyChange, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}
-	s.res.Mode = HomeTopologyChange
+	s := newSim(sc, HomeTopologyChange)
 	cluster, err := Start(ctx, func(o *Options) {
 		o.Regions = sc.Regions
 		o.Lag = sc.Lag
@@ -149,19 +146,15 @@ func runTopologyChange(ctx context.Context, sc Scenario) (*Result, error) {
 func (ts *topologySim) fleet() error {
 	s, tl := ts.s, ts.tl
 	service := func(regions []multiregion.Region, local string) (http.Handler, error) {
-		router, err := multiregion.New(regions, func(o *multiregion.Options) {
+		router, err := multiregion.New(regions, s.routerOptions, func(o *multiregion.Options) {
 			o.Mode = multiregion.HomeRegion
-			o.Eviction = multiregion.EvictBySweeper // nothing is evicted within a run
 			o.Local = local
 			o.TopologyRefresh = TopologyRefresh
-			o.Observer = s.counters.Observe
 		})
 		if err != nil {
 			return nil, err
 		}
-		return handler.New(router, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(s.mrecEffect(s.cluster.Region(local))), nil
+		return service(router, s.mrecEffect(s.cluster.Region(local))), nil
 	}
 	nOld := len(ts.old) * 2
 	for _, r := range s.cluster.Regions() {
