@@ -1,19 +1,7 @@
 package multiregion
 
-// homeEvictionError refuses HomeRegion mode with TTL eviction. On an MREC
-// global table a TTL deletion in one replica is replicated to every other
-// replica, and conflicting changes of an item are resolved by the latest
-// timestamp. A replica that has not yet seen the home region's newest
-// write of a key (a claim reusing the key after its retention, or the
-// reclaim of an abandoned claim) still holds the old, expired version; TTL
-// may delete it there at any time, and when that deletion is later than
-// the home region's write, it wins everywhere and erases the newer record.
-// A completed record erased that way executes again on the next retry. The
-// same holds for a sweeper that deletes records in a region that did not
-// write them. Eviction without that race: TTL off (see
-// dynamostore.EnsureTableWithoutTTL), and in each region a sweeper that
-// deletes only the records that region wrote (dynamostore.SweepOptions
-// Region), declared as EvictBySweeper.
+// homeEvictionError refuses TTL eviction in HomeRegion mode: a replica's
+// replicated TTL delete can win over the home's newer write (see package doc).
 func homeEvictionError(o *Options) error {
 	if o.Eviction != EvictByTTL {
 		return nil

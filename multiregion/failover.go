@@ -13,11 +13,8 @@ import (
 	"github.com/idemkey/idemkey/dynamostore"
 )
 
-// failoverMarker separates a scope from the region of a failover record in
-// the scope the record is stored under: scope + failoverMarker + region.
-// It begins with a NUL byte, which HomeRegion mode with failover refuses in
-// scopes and New refuses in region names, so no stored scope of a request
-// can equal the scope of a failover record.
+// failoverMarker begins with a NUL byte, refused in scopes (with failover)
+// and region names, so no request's scope equals a failover scope.
 const failoverMarker = "\x00failover@"
 
 // failoverScope returns the scope a failover record of scope is stored under
@@ -170,17 +167,11 @@ func (s *Store) homeClaim(ctx context.Context, req idemkey.Request) (*dynamostor
 	return nil, &RegionError{Regions: tried, Err: err}
 }
 
-// failoverClaim claims req's key in r, which is not its home. It first
-// looks in r for a live record that decides the request without executing:
-// the home record as replicated into r, then the failover records of the
-// other regions of the order (the home's included: it may have been a
-// failover region before a change of topology) as replicated into r. An
-// abandoned one (in progress, its lock expired) is retired in the region
-// that wrote it, as a home claim retires one, since its stalled owner
-// could still commit there; when that region cannot be reached, the
-// request fails closed (a *RegionError, reported as EventFailClosed).
-// Only when nothing decides does it claim the key's failover record of r,
-// which only r ever writes.
+// failoverClaim claims req's key in r, not its home, after looking in r for
+// a record that decides the request: the home record, then the other
+// regions' failover records, as replicated into r (an abandoned one is
+// retired where it was written, or the request fails closed). Only then
+// does it claim r's failover record, which only r writes.
 func (s *Store) failoverClaim(ctx context.Context, req idemkey.Request, order []*region, r *region) (*dynamostore.Claim, error) {
 	type source struct {
 		writer *region
@@ -242,39 +233,15 @@ func decideExisting(rec *dynamostore.Record, req idemkey.Request, now time.Time)
 	return 0, false
 }
 
-// fenceCheck runs after a claim acquired in the home region h with
-// failover on: a failover record of the key may exist in another region,
-// written while the home region was unreachable. others names the regions
-// that could hold one (in HomeRegion mode, the other regions of the key's
-// order; during a topology change, every region of both topologies but
-// the claim's home, and that home too when the consulted topology homes
-// the key elsewhere). Each one is read in the region that wrote it (the
-// only writer of that item, so its consistent read is authoritative
-// there); the regions are read in parallel. When the writer cannot be
-// read, the copy replicated into the home region decides instead
-// (EventFenceFromReplica); so it does, without an event, for a region the
-// Store has no client for (a region of the other topology during a
-// change). Then, per failover record:
-//
-//   - completed: it is promoted into the home record (the home claim
-//     commits its response, marked with its execution) and answers the
-//     request as a replay;
-//   - in flight, or for another request: the home claim is released and the
-//     request answered InFlight or Mismatch;
-//   - abandoned (in progress, lock expired): it is retired in the region
-//     that wrote it, by a claim there that takes the expired lock (so the
-//     stalled owner's commit, fenced by its lock token, can no longer land)
-//     and a release (EventRetired); a claim there that finds it completed
-//     or live decides as above;
-//   - none in the writer, or none in the home replica when the writer
-//     cannot be read: nothing to decide (the latter is the failover risk:
-//     a failover execution within the replication lag before its region
-//     became unreachable; reported as EventFenceCheckSkipped, and Reconcile
-//     finds it).
-//
-// When a decision cannot be established (the home replica cannot be read
-// either, or an abandoned record cannot be retired), the home claim is
-// released and the request fails closed with a *RegionError.
+// fenceCheck runs after a claim acquired in the home h with the fence on:
+// each region of others may hold a failover record of the key, read where
+// it was written (its only writer) in parallel, or in h's replica when the
+// writer cannot be read (EventFenceFromReplica) or has no client here. A
+// completed record is promoted and replayed; one in flight or another
+// request's releases the claim and answers InFlight or Mismatch; an
+// abandoned one is retired (EventRetired); none in h's replica is the
+// stated risk (EventFenceCheckSkipped). When nothing can be established,
+// the claim is released and the request fails closed with a *RegionError.
 func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, others []string, home *dynamostore.Claim) (*dynamostore.Claim, error) {
 	type read struct {
 		rec *dynamostore.Record
@@ -365,14 +332,10 @@ func (s *Store) fenceCheck(ctx context.Context, req idemkey.Request, h *region, 
 	return userClaim(home), nil
 }
 
-// retire takes over the abandoned record of req's key stored under scope
-// in x, the region that wrote it (a failover record, or the home record in
-// the home): a claim there succeeds only over an expired lock (or an
-// absent or expired record) and replaces the lock token, so the abandoned
-// execution's commit, fenced by its token, writes nothing. The takeover
-// is then released (best effort: its own lock expires after its lease). A
-// claim that finds the record completed or live returns that outcome and
-// record instead.
+// retire takes over the abandoned record of req's key under scope in x, its
+// writer: the claim replaces the lock token, so the stalled owner's commit
+// writes nothing, and is then released. A completed or live record found
+// instead decides the request.
 func (s *Store) retire(ctx context.Context, req idemkey.Request, x *region, scope string) (*dynamostore.Claim, error) {
 	fr := req
 	fr.Scope = scope
@@ -446,13 +409,9 @@ func (s *Store) homeGet(ctx context.Context, scope, key string) (*dynamostore.Re
 	return nil, &RegionError{Regions: tried, Err: err}
 }
 
-// failoverGet returns the first live failover record of (scope, key)
-// among the regions named, each read in the region that wrote it, or,
-// when that region cannot be reached (or the Store has no client for it),
-// in the replica of h, the key's home, as the fence reads them. It
-// returns dynamostore.ErrNotFound when none holds one, and a *RegionError
-// when a region's record could be read neither where it was written nor
-// in h.
+// failoverGet returns the first live failover record of (scope, key) in
+// names, read as fenceCheck reads them; dynamostore.ErrNotFound when none
+// holds one, a *RegionError when one could be read neither way.
 func (s *Store) failoverGet(ctx context.Context, scope, key string, h *region, names []string) (*dynamostore.Record, error) {
 	var undecided error
 	for _, name := range names {

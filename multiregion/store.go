@@ -76,17 +76,13 @@ type Eviction int
 const (
 	// EvictByTTL: DynamoDB TTL on dynamostore.TTLAttribute deletes them
 	// (the default; dynamostore.EnsureTable enables it). SingleRegion only:
-	// Strong mode refuses it (MRSC tables have no TTL), and so does
-	// HomeRegion mode (on an MREC table TTL deletions replicate and can
-	// erase a newer record; see New).
+	// Strong and HomeRegion modes refuse it (see New).
 	EvictByTTL Eviction = iota
 	// EvictBySweeper: TTL is off on the table (dynamostore.EnsureTableWithoutTTL
-	// creates or checks it so) and a sweeper the service runs deletes expired
-	// records. In HomeRegion mode it is one sweeper per region, each over its
-	// region's replica with dynamostore.SweepOptions.Region set to that
-	// region's name, so that every record is deleted only in the region that
-	// writes it. Records past their expiry are absent for every read and
-	// condition either way; only storage grows when nothing deletes them.
+	// creates or checks it so) and the service runs a sweeper; in HomeRegion
+	// mode one per region, each over its replica with
+	// dynamostore.SweepOptions.Region set to that region. Expired records
+	// are absent for every read and condition either way.
 	EvictBySweeper
 )
 
@@ -128,34 +124,23 @@ type Options struct {
 	// record, see AdvanceTopology).
 	Pins map[string]string
 	// Failover (HomeRegion only) lets a claim whose home region cannot be
-	// reached go to the next reachable region of the key's order, and
-	// makes every first execution in the home read the key's failover
-	// records first (the fence). On, a key that a region (its home or a
-	// failover region) executed within the replication lag before that
-	// region became unreachable can execute again in the region its retry
-	// reaches instead; Reconcile reports every such key.
-	//
-	// Off (the default), such a request is refused as unavailable and no
-	// key executes twice, on a table where no Store with Failover on has
-	// left a live failover record. A Store with Failover off does not run
-	// the fence: a key a failover region executed executes again at home
-	// (unless it was promoted there). So once any process has run with
-	// Failover on, keep it on in every process until a Reconcile run after
-	// the last failover decision (EventFailover) reports FailoverRecords
-	// == 0 with nothing Pending or Unreachable: never sooner than
-	// dynamostore's Lease + Retention after that failover, the lifetime of
-	// a failover record. See the package documentation.
+	// reached go to the next reachable region of the key's order, and runs
+	// the fence (see Fence). A key that a region executed within the
+	// replication lag before that region became unreachable can then execute
+	// again where its retry goes; Reconcile reports every such key. Off (the
+	// default), such a request is refused as unavailable. Once any process
+	// has run with Failover, keep it (or Fence) on in every process until a
+	// Reconcile run after the last EventFailover reports FailoverRecords == 0
+	// with nothing Pending or Unreachable (never sooner than dynamostore's
+	// Lease + Retention after that failover): a Store without the fence
+	// executes again at home a key a failover region executed.
 	Failover bool
-	// Fence (HomeRegion only) runs the failover fence without failing
-	// over: every first execution in the home reads the key's failover
-	// records first, as with Failover, and Get looks for them, but an
-	// unreachable home fails closed. It is the step of a rolling deploy
-	// that turns Failover on or off safely: to turn it on, first deploy
-	// Fence to every process, and only once no process runs without it,
-	// deploy Failover; to turn it off, deploy Fence in Failover's place,
-	// and remove it once a Reconcile run after the last failover decision
-	// reports FailoverRecords == 0 with nothing Pending or Unreachable.
-	// Failover implies it.
+	// Fence (HomeRegion only) runs the failover fence without failing over:
+	// every first execution in the home reads the key's failover records
+	// first and Get looks for them, but an unreachable home fails closed.
+	// It is the rolling-deploy step between Failover off and on, either
+	// way: deploy Fence everywhere before Failover, and keep it after
+	// Failover until the Reconcile above. Failover implies it.
 	Fence bool
 	// Effects declares how the service writes its effects (default
 	// EffectsStaged). Strong mode refuses EffectsStaged; HomeRegion mode
@@ -167,19 +152,16 @@ type Options struct {
 	// ConflictRetry bounds the retries of ReplicatedWriteConflictException
 	// (Strong mode).
 	ConflictRetry RetryOptions
-	// TopologyRefresh (HomeRegion only) is how long the Store routes by
-	// the table's topology record it last read before reading it again
-	// (default DefaultTopologyRefresh). Each read is one consistent
-	// GetItem per region (see CheckTopology). It bounds how long a process can
-	// act on a record that has been replaced: wait at least this long (plus
-	// the replication lag and the longest request) between two steps of a
-	// topology change.
+	// TopologyRefresh (HomeRegion only) is how long the Store routes by the
+	// topology record it last read (default DefaultTopologyRefresh; each
+	// read is one consistent GetItem per region). Wait at least this long,
+	// plus the replication lag and the longest request, between two steps
+	// of a topology change.
 	TopologyRefresh time.Duration
 	// TopologyReadTimeout (HomeRegion only) bounds each region's read of
-	// the topology record; the regions are read in parallel, so a refresh
-	// takes at most this long even when a region does not answer (default
-	// DefaultTopologyReadTimeout). A region whose read times out counts as
-	// unreachable: the record is taken from the others.
+	// the topology record, made in parallel (default
+	// DefaultTopologyReadTimeout); a region whose read times out counts as
+	// unreachable.
 	TopologyReadTimeout time.Duration
 	// Observer receives every routing decision (failover, fail closed,
 	// fence results, conflict retries); nil: none. It is called
@@ -260,56 +242,38 @@ type region struct {
 
 var _ idemkey.Store = (*Store)(nil)
 
-// New returns a Store over regions.
+// New returns a Store over regions. It makes no call, and refuses with a
+// *ConfigError (matching ErrInvalidConfig unless named) a configuration it
+// cannot serve or that would lose the exactly-once guarantee:
 //
-// It refuses, with a *ConfigError, configurations it cannot serve or that
-// would silently lose the exactly-once guarantee:
-//
-//   - no region; a region without a name, with a NUL byte in its name, or
-//     without a store; two regions of one name; in HomeRegion and Strong
-//     modes, a region whose store writes another region name (or none),
-//     or one with a client (its store's, its Client or its Scanner) that
-//     is configured for another AWS region (dynamodb.Client.Options().Region)
-//     or does not say which: a client that does not have the method
-//     Options() dynamodb.Options, as a wrapper may not. Two swapped clients
-//     would otherwise match the topology record's names and pins, and a
-//     key would be claimed in a region that is not its home. The check
-//     makes no call;
+//   - no region; a region without a name, with a NUL byte in it, or
+//     without a store; two regions of one name; regions over different
+//     tables or key schemas;
+//   - in HomeRegion and Strong modes: a region whose store writes another
+//     region name, or with a client (its store's, Client or Scanner)
+//     configured for another AWS region or that does not report one (has
+//     no Options() dynamodb.Options method); a store whose Lease is shorter
+//     than MinLease;
 //   - SingleRegion with more than one region; Local naming an unknown
-//     region; Pins or Failover outside HomeRegion mode; a pin to an unknown
-//     region;
-//   - Strong with Effects = EffectsStaged (ErrTransactionsUnsupported): MRSC
-//     tables reject TransactWriteItems. Write effects keyed by the
-//     idempotency key with their own attribute_not_exists condition, after
-//     the claim, and declare EffectsKeyed;
-//   - Strong with Eviction = EvictByTTL (ErrTTLUnsupported): MRSC tables
-//     have no TTL. Run a sweeper and declare EvictBySweeper;
-//   - in HomeRegion and Strong modes, a store whose Lease is shorter than
-//     MinLease (see the package documentation: Clocks);
-//   - Strong with a store whose client has no DescribeTable method: the
-//     first call checks with it that the table is MRSC (see Claim);
-//   - HomeRegion with Eviction = EvictByTTL (ErrTTLReplicated): on an MREC
-//     table a TTL deletion in a replica that has not yet seen the home
-//     region's newest write of a key is replicated and, being later, wins
-//     over that write (last writer wins): a live record disappears and its
-//     key executes again. Turn TTL off, run in each region a sweeper that
-//     deletes only that region's records (dynamostore.SweepOptions.Region),
-//     and declare EvictBySweeper;
+//     region; Pins, Failover or Fence outside HomeRegion; a pin to an
+//     unknown region;
+//   - HomeRegion without a region Client; with Effects = EffectsKeyed (on
+//     MREC a keyed effect's condition stops no execution elsewhere); with
+//     Eviction = EvictByTTL (ErrTTLReplicated; see the package doc);
+//   - Strong with more than three regions; with a store's client lacking
+//     DescribeTable; with Effects = EffectsStaged
+//     (ErrTransactionsUnsupported: MRSC tables reject transactions); with
+//     Eviction = EvictByTTL (ErrTTLUnsupported: MRSC tables have no TTL).
 //   - in HomeRegion and Strong modes, a store with a BodyStore
-//     (dynamostore.Options.Bodies): its objects do not replicate with
-//     the table, so another region could not replay a large response;
-//   - HomeRegion with Effects = EffectsKeyed: on an MREC table the keyed
-//     effect's condition is checked only in the region that writes it, so
-//     it does not stop a second execution elsewhere; stage effects, which
-//     commit in the key's home region with the key.
+//     (dynamostore.Options.Bodies): its objects do not replicate with the
+//     table, so another region could not replay a large response.
 func New(regions []Region, optFns ...func(*Options)) (*Store, error) {
 	s := &Store{byName: map[string]*region{}}
 	for _, fn := range optFns {
 		fn(&s.opts)
 	}
 	o := &s.opts
-	// The Store keeps its own copy: a caller changing the map after New
-	// would otherwise re-home keys, racing with the requests that read it.
+	// A caller changing the map after New must not re-home keys.
 	o.Pins = maps.Clone(o.Pins)
 	bad := func(field, reason string) error {
 		return &ConfigError{Mode: o.Mode, Field: field, Reason: reason, Err: ErrInvalidConfig}
@@ -510,39 +474,33 @@ func (s *Store) order(scope, key string) []*region {
 	return out
 }
 
-// Claim claims req's key in the region the mode chooses. Its results are
-// those of dynamostore.Store.Claim; the claim's Record.Region names the
-// region that holds the claim, and Commit and Release go back there.
+// Claim claims req's key in the region the mode chooses, with the results
+// of dynamostore.Store.Claim; the claim's Record.Region names the region
+// that holds it, and Commit and Release go back there.
 //
-// HomeRegion mode routes by the table's topology record (see
-// CheckTopology, which Claim runs when the record it holds is older than
-// Options.TopologyRefresh): a configuration the record contradicts gets a
-// *ConfigError matching ErrTopologyMismatch and nothing is claimed. While
-// the record changes, the claim goes to the key's home under the active
-// topology, with a consistent read of its home under the consulted one
-// before and after it (a live record there answers the request), and
-// failover is suspended (an unreachable home fails closed), but with
-// Failover the fence still runs, over the regions of both topologies; a
-// key homed in a region the Store has no client for gets a *RegionError
-// wrapping ErrRegionNotConfigured.
+// HomeRegion mode claims in the key's home. It routes by the table's
+// topology record (see CheckTopology, run when the record held is older
+// than Options.TopologyRefresh): a configuration the record contradicts
+// gets a *ConfigError matching ErrTopologyMismatch and nothing is claimed.
+// While the record changes, the claim goes to the home under the active
+// topology, with a consistent read of the home under the consulted one
+// before and after it (a live record there answers the request); failover
+// is suspended but the fence runs over the regions of both topologies, and
+// a key homed in a region the Store has no client for gets a *RegionError
+// wrapping ErrRegionNotConfigured. An unreachable home fails with a
+// *RegionError wrapping the *dynamostore.StoreError (the Guard answers
+// 503), or with Failover claims in the next reachable region of the key's
+// order. With Failover, a scope that holds a NUL byte or is longer than
+// dynamostore.MaxScopeBytes minus room for the failover suffix is refused
+// with dynamostore.ErrInvalidRequest.
 //
-// HomeRegion mode: the claim goes to the key's home region. When that
-// region cannot be reached, Claim fails with a *RegionError (wrapping the
-// *dynamostore.StoreError, so the Guard answers 503), or, with Failover,
-// claims in the next reachable region of the key's order (see the package
-// documentation: the failover protocol and its fence). With Failover, a
-// scope that holds a NUL byte or is longer than dynamostore.MaxScopeBytes
-// minus room for the failover suffix is refused with
-// dynamostore.ErrInvalidRequest.
-//
-// Strong mode: the claim goes to Options.Local, or to the next region when
-// that one cannot be reached; a ReplicatedWriteConflictException is retried
-// with backoff. The first call of a Strong-mode Store (Claim, Commit,
-// Release or Get) checks that the table is MRSC, with one DescribeTable
-// (Local's region first; its IAM action dynamodb:DescribeTable): a table
-// whose answer has no MultiRegionConsistency of STRONG is refused, by
-// every call from then on, with a *ConfigError matching ErrNotStrongTable,
-// and nothing is read or written.
+// Strong mode claims in Options.Local, or the next region when that one
+// cannot be reached, retrying ReplicatedWriteConflictException with
+// backoff. The first call of a Strong-mode Store (Claim, Commit, Release or
+// Get) checks with one DescribeTable (IAM action dynamodb:DescribeTable)
+// that the table is MRSC; otherwise that call and every later one fail
+// with a *ConfigError matching ErrNotStrongTable, and nothing is read or
+// written.
 func (s *Store) Claim(ctx context.Context, req idemkey.Request) (*dynamostore.Claim, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
@@ -628,17 +586,12 @@ func (s *Store) Release(ctx context.Context, c *dynamostore.Claim) error {
 }
 
 // Get returns the live record of (scope, key) as the mode sees it, or
-// dynamostore.ErrNotFound.
-//
-// HomeRegion mode checks the topology record as Claim does; while it
-// changes, Get reads the key's home under the active topology, then under
-// the consulted one.
-//
-// HomeRegion mode: the home region's record. With Failover, when the home
-// region has none, a live failover record of the key (read in the region
-// that wrote it) is returned; when the home region cannot be reached, the
-// first live record found in the other regions of the key's order (the
-// replicated home record, then that region's failover record).
+// dynamostore.ErrNotFound. HomeRegion mode checks the topology record as
+// Claim does, and reads the key's home (while the record changes, the home
+// under the active topology, then under the consulted one). With Failover,
+// when the home has no record, a live failover record of the key (read in
+// the region that wrote it) is returned; when the home cannot be reached,
+// the first live record in the other regions of the key's order.
 func (s *Store) Get(ctx context.Context, scope, key string) (*dynamostore.Record, error) {
 	switch s.opts.Mode {
 	case HomeRegion:
@@ -667,12 +620,9 @@ func (s *Store) observe(e Event) {
 	}
 }
 
-// unavailable reports whether err means that a region could not serve the
-// call, so that another region may be tried: a *dynamostore.StoreError
-// that is a transport failure (no response: connection refused, timeout),
-// a server fault (5xx) or throttling, while the caller's own context is
-// still live. A condition failure, a validation error or a missing table
-// is not: another region would hide a real fault.
+// unavailable reports whether another region may be tried after err: a
+// transport failure, 5xx or throttling of a *dynamostore.StoreError while
+// ctx lives. A condition failure or validation error would hide a fault.
 func unavailable(ctx context.Context, err error) bool {
 	if err == nil || ctx.Err() != nil {
 		return false

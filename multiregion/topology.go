@@ -559,19 +559,9 @@ func (s *Store) route(rec *TopologyRecord, scope, key string) (routed, error) {
 	return rt, nil
 }
 
-// changeClaim is Claim in HomeRegion mode while the topology record
-// changes: a claim in the key's home under the active topology, after and
-// before a consistent read of its home under the consulted one. Failover
-// is suspended: an unreachable home fails closed, and no failover record
-// is written. The failover fence is not: with Failover on, a claim
-// acquired in the home (and not answered by the consulted home) runs
-// fenceCheck before it is returned, over the failover records that
-// execution before the change may have left, in every region of either
-// topology but the claim's home (each read where it was written, or in the
-// home's replica when this process has no client for that region), and in
-// the claim's home itself when the consulted topology homes the key
-// elsewhere (it was a failover region there). Scopes are checked as in
-// homeClaim.
+// changeClaim is Claim while the topology record changes: a claim in the
+// active home between two consistent reads of the consulted home. Failover
+// is suspended; the fence is not, over fenceRegions.
 func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *TopologyRecord) (*dynamostore.Claim, error) {
 	if err := s.checkScope(req.Scope); err != nil {
 		return nil, err
@@ -636,14 +626,9 @@ func (s *Store) changeClaim(ctx context.Context, req idemkey.Request, rec *Topol
 	return out, nil
 }
 
-// fenceRegions returns the regions whose failover record of (scope, key)
-// a home claim under the changing record rec must read: every region of
-// the active and the consulted topology, the key's failover orders under
-// each first, the claim's home included. A failover record written before
-// the change, under the topology now consulted, may lie in a region the
-// active topology does not list (a region being removed), or in the
-// claim's home itself (a failover region of the key under the other
-// topology).
+// fenceRegions lists every region of both topologies, the key's orders
+// first: a failover record from before the change may lie in a region being
+// removed, or in the active home itself.
 func fenceRegions(rec *TopologyRecord, scope, key string) []string {
 	var names []string
 	for _, t := range []Topology{rec.Active, *rec.Consulted} {
@@ -656,13 +641,9 @@ func fenceRegions(rec *TopologyRecord, scope, key string) []string {
 	return names
 }
 
-// consult reads (scope, key) in other, the key's home under the consulted
-// topology, and returns the claim outcome a live record there decides, or
-// nil when nothing there decides the request. own, when set, is the
-// request's claim in the active home: a copy of it replicated into other
-// decides nothing. An in-progress record whose lock ran out is taken over
-// in other and released, so that its stalled owner can no longer commit
-// there.
+// consult returns the outcome a live record of req's key in other (the
+// consulted home) decides, or nil; own's replicated copy decides nothing.
+// An abandoned record there is taken over and released, fencing its owner.
 func (s *Store) consult(ctx context.Context, req idemkey.Request, other *region, own *dynamostore.Claim) (*dynamostore.Claim, error) {
 	rec, err := other.store.Get(ctx, req.Scope, req.Key)
 	if errors.Is(err, dynamostore.ErrNotFound) {

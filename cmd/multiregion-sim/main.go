@@ -12,15 +12,8 @@
 //
 //	go run ./cmd/multiregion-sim -seed 1 [-ops 200] [-lag 2s] [-modes naive,home,home-failover,strong,...]
 //
-// -modes defaults to every mode of regionsim.Modes, then of
-// regionsim.FenceModes and regionsim.CombinedModes, in order; mode home-topology-change is a rolling
-// deploy that adds a region under load (regionsim.HomeTopologyChange);
-// home-failover-zombie, home-failover-replica and home-ttl-replicated are
-// the scripted fence scenarios (Ops/10 episodes each), and the combined
-// scenarios (home-rehome-sweep, home-failover-chain,
-// home-failover-topology, home-region-removed, home-skewed-clocks,
-// home-skewed-clocks-beyond) are scripted the same way; each is described
-// in package regionsim.
+// -modes defaults to every mode of regionsim.Modes, FenceModes and
+// CombinedModes, in order; package regionsim describes each.
 //
 // Each region is an embedded DynamoDB emulator in this process; time is
 // virtual, so a run takes seconds whatever the lag and is the same for the

@@ -53,29 +53,14 @@ type Options struct {
 }
 
 // Cluster is a set of emulated DynamoDB regions joined by a replicator
-// with last-writer-wins conflict resolution, as on a multi-Region
-// eventually consistent (MREC) global table.
-//
-// Each region is an independent embedded emulator (localstack.Start with
-// Embedded), so a conditional write in one region is checked against that
-// region's copy only. The clients of a region (Region.Client) send their
-// HTTP requests through the region's front, which fails them with a
-// connection error while the region is cut off and, after every successful
-// write (PutItem, UpdateItem, DeleteItem, TransactWriteItems), queues each
-// changed item's new image (or its deletion) for every other region,
-// stamped with the
-// replicator's clock and a sequence number. A put's image is its item (a
-// put replaces the whole item); an update's is read back with a consistent
-// GetItem while the region's writes are held. Pump applies the queued changes
-// that are due (Lag after their commit) and whose source and destination
-// are both reachable. A destination applies a change only if its stamp is
-// later than the stamp of the item's version it holds (last writer wins);
-// an older change is dropped, as DynamoDB drops the losing write of a
-// conflict. BatchWriteItem is not captured. Only tables created with
-// CreateGlobalTable are replicated. TTL is played by ExpireTTL, whose
-// deletions replicate the same way.
-//
-// A Cluster is safe for concurrent use.
+// with last-writer-wins conflict resolution, as on an MREC global table
+// (see the package doc). Each region's writes (PutItem, UpdateItem,
+// DeleteItem, TransactWriteItems; not BatchWriteItem) to a table created
+// with CreateGlobalTable are captured at its front, stamped with the
+// replicator's clock and a sequence number, and queued for every other
+// region; an update's new image is read back while the region's writes are
+// held. Pump applies them; a destination drops a change older than the
+// version it holds. A Cluster is safe for concurrent use.
 type Cluster struct {
 	opts    Options
 	regions []*Region

@@ -1,7 +1,7 @@
 package regionsim
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,24 +224,6 @@ type attempt struct {
 	n   int
 }
 
-type schedule []*attempt
-
-func (s schedule) Len() int { return len(s) }
-func (s schedule) Less(i, j int) bool {
-	if s[i].at != s[j].at {
-		return s[i].at < s[j].at
-	}
-	return s[i].seq < s[j].seq
-}
-func (s schedule) Swap(i, j int) { s[i], s[j] = s[j], s[i] }
-func (s *schedule) Push(x any)   { *s = append(*s, x.(*attempt)) }
-func (s *schedule) Pop() any {
-	old := *s
-	x := old[len(old)-1]
-	*s = old[:len(old)-1]
-	return x
-}
-
 // Epoch is the virtual time at which every scenario begins.
 var Epoch = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -267,10 +249,14 @@ type sim struct {
 	route  func(a *attempt) http.Handler
 }
 
+func newSim(sc Scenario, mode Mode) *sim {
+	return &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}, res: Result{Mode: mode}}
+}
+
 // Run runs sc in mode on a new cluster and returns its counts.
 func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
-	if run := fenceScenario(mode); run != nil {
-		return run(ctx, sc) // scenario_fence.go
+	if episode := episodes[mode]; episode != nil {
+		return runFence(ctx, mode, sc, episode) // scenario_fence.go
 	}
 	if mode == HomeTopologyChange {
 		return runTopologyChange(ctx, sc)
@@ -279,23 +265,28 @@ func Run(ctx context.Context, mode Mode, sc Scenario) (*Result, error) {
 	if slices.Index(sc.Regions, sc.OutageRegion) < 0 {
 		return nil, fmt.Errorf("regionsim: outage region %q is not a region", sc.OutageRegion)
 	}
-	s := &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}
-	s.res.Mode = mode
-	cluster, err := Start(ctx, func(o *Options) {
-		o.Regions = sc.Regions
-		o.Lag = sc.Lag
-		o.Clock = s.clock.Now
-		o.Shared = mode == Strong
-	})
-	if err != nil {
+	s := newSim(sc, mode)
+	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
-	defer cluster.Close()
-	s.cluster = cluster
+	defer s.cluster.Close()
 	if err := s.setup(ctx); err != nil {
 		return nil, err
 	}
 	return s.play(ctx)
+}
+
+// start starts the cluster of the scenario's regions on the virtual clock,
+// shared in mode Strong.
+func (s *sim) start(ctx context.Context) error {
+	c, err := Start(ctx, func(o *Options) {
+		o.Regions = s.sc.Regions
+		o.Lag = s.sc.Lag
+		o.Clock = s.clock.Now
+		o.Shared = s.mode == Strong
+	})
+	s.cluster = c
+	return err
 }
 
 // play runs the schedule, settles and counts.
@@ -335,22 +326,14 @@ func (s *sim) setup(ctx context.Context) error {
 		case Naive:
 			store = regions[i].Store
 		case Home, HomeFailover, Strong:
-			router, err := multiregion.New(regions, func(o *multiregion.Options) {
-				switch s.mode {
-				case Home:
-					o.Mode = multiregion.HomeRegion
-					o.Eviction = multiregion.EvictBySweeper // nothing expires within the scenario
-				case HomeFailover:
-					o.Mode = multiregion.HomeRegion
-					o.Eviction = multiregion.EvictBySweeper
-					o.Failover = true
-				case Strong:
+			router, err := multiregion.New(regions, s.routerOptions, func(o *multiregion.Options) {
+				o.Mode = multiregion.HomeRegion
+				o.Failover = s.mode == HomeFailover
+				if s.mode == Strong {
 					o.Mode = multiregion.Strong
 					o.Local = r.Name
 					o.Effects = multiregion.EffectsKeyed
-					o.Eviction = multiregion.EvictBySweeper
 				}
-				o.Observer = s.counters.Observe
 			})
 			if err != nil {
 				return err
@@ -364,11 +347,28 @@ func (s *sim) setup(ctx context.Context) error {
 		if s.mode == Strong {
 			inner = s.keyedEffect(i)
 		}
-		s.services = append(s.services, handler.New(store, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(inner))
+		s.services = append(s.services, service(store, inner))
 	}
 	return nil
+}
+
+// topologyReadTimeout replaces the wall-clock bound of a topology read:
+// requests take no virtual time, so a slow machine must not turn a read
+// into an unreachable region.
+const topologyReadTimeout = time.Hour
+
+// routerOptions are the options every process of every mode shares.
+func (s *sim) routerOptions(o *multiregion.Options) {
+	o.Eviction = multiregion.EvictBySweeper // nothing expires within a run but the fence scenarios'
+	o.Observer = s.counters.Observe
+	o.TopologyReadTimeout = topologyReadTimeout
+}
+
+// service is a process: handler over store, the tenant header as scope.
+func service(store idemkey.Store, inner http.Handler) http.Handler {
+	return handler.New(store, func(o *handler.Options) {
+		o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
+	})(inner)
 }
 
 // mrecEffect is the service of region r on an MREC table: it stages one
@@ -435,14 +435,20 @@ func (s *sim) keyedEffect(i int) http.Handler {
 func (s *sim) run(ctx context.Context) error {
 	ops := plan(s.sc)
 	s.res.LogicalOps = len(ops)
-	q := &schedule{}
+	var q []*attempt // by time, then by order of scheduling
 	seq := 0
-	for _, o := range ops {
+	push := func(a *attempt) {
 		seq++
-		heap.Push(q, &attempt{at: o.start, seq: seq, op: o})
+		a.seq = seq
+		i, _ := slices.BinarySearchFunc(q, a, func(x, y *attempt) int { return cmp.Or(cmp.Compare(x.at, y.at), cmp.Compare(x.seq, y.seq)) })
+		q = slices.Insert(q, i, a)
 	}
-	for q.Len() > 0 {
-		a := heap.Pop(q).(*attempt)
+	for _, o := range ops {
+		push(&attempt{at: o.start, op: o})
+	}
+	for len(q) > 0 {
+		a := q[0]
+		q = q[1:]
 		if err := s.pumpBeforeOutage(ctx, a.at); err != nil {
 			return err
 		}
@@ -457,10 +463,7 @@ func (s *sim) run(ctx context.Context) error {
 			return err
 		}
 		status := s.send(a)
-		s.res.Requests++
-		if status == http.StatusServiceUnavailable {
-			s.res.Unavailable++
-		}
+		s.answered(status)
 		final := status != http.StatusConflict && status < 500
 		switch {
 		case final && !a.op.lost[a.n]:
@@ -468,8 +471,7 @@ func (s *sim) run(ctx context.Context) error {
 		case a.n+1 >= len(a.op.region):
 			s.res.Abandoned++
 		default:
-			seq++
-			heap.Push(q, &attempt{at: a.at + a.op.delay[a.n], seq: seq, op: a.op, n: a.n + 1})
+			push(&attempt{at: a.at + a.op.delay[a.n], op: a.op, n: a.n + 1})
 		}
 	}
 	return nil
@@ -496,6 +498,14 @@ func (s *sim) setOutage(at time.Duration) {
 	}
 }
 
+// answered counts a request and its 503.
+func (s *sim) answered(status int) {
+	s.res.Requests++
+	if status == http.StatusServiceUnavailable {
+		s.res.Unavailable++
+	}
+}
+
 // send serves one attempt in its region and returns the status.
 func (s *sim) send(a *attempt) int {
 	req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(a.op.body))
@@ -514,19 +524,20 @@ func (s *sim) send(a *attempt) int {
 // settle ends the outage, lets replication finish, and runs Reconcile in
 // HomeFailover mode.
 func (s *sim) settle(ctx context.Context) error {
-	for _, name := range s.cluster.Names() {
-		s.cluster.Restore(name)
+	if err := s.drain(ctx); err != nil {
+		return err
 	}
-	s.clock.Advance(s.sc.Lag + time.Second)
-	for s.cluster.Pending() > 0 {
-		if _, err := s.cluster.Pump(ctx); err != nil {
-			return err
-		}
-	}
-	s.res.Failovers = int(s.counters.Count(multiregion.EventFailover))
 	if s.mode != HomeFailover {
+		s.res.Failovers = int(s.counters.Count(multiregion.EventFailover))
 		return nil
 	}
+	return s.reconcile(ctx)
+}
+
+// reconcile runs Reconcile and records the failovers and the keys it
+// reports as executed in two regions.
+func (s *sim) reconcile(ctx context.Context) error {
+	s.res.Failovers = int(s.counters.Count(multiregion.EventFailover))
 	rep, err := s.routers[0].Reconcile(ctx)
 	if err != nil {
 		return err
@@ -537,9 +548,23 @@ func (s *sim) settle(ctx context.Context) error {
 	for _, t := range rep.TwoRegion {
 		s.res.FenceKeys = append(s.res.FenceKeys, t.Scope+"/"+t.Key)
 	}
+	slices.Sort(s.res.FenceKeys)
 	s.res.FenceKeys = slices.Compact(s.res.FenceKeys)
 	s.res.FenceReported = len(s.res.FenceKeys)
 	return nil
+}
+
+// drain restores every region and lets replication finish.
+func (s *sim) drain(ctx context.Context) error {
+	for _, name := range s.cluster.Names() {
+		s.cluster.Restore(name)
+	}
+	s.clock.Advance(s.sc.Lag + time.Second)
+	for {
+		if _, err := s.cluster.Pump(ctx); err != nil || s.cluster.Pending() == 0 {
+			return err
+		}
+	}
 }
 
 // count counts duplicates from the effects (Strong: from the executions).

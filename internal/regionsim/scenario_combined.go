@@ -88,23 +88,6 @@ func skewBound(mode Mode) time.Duration {
 	return MaxSkew
 }
 
-// combinedEpisode returns the episode of a combined scenario, or nil.
-func combinedEpisode(mode Mode) func(*fenceSim, *op, *rand.Rand) error {
-	switch mode {
-	case HomeRehomeSweep:
-		return (*fenceSim).rehome
-	case HomeFailoverChain:
-		return (*fenceSim).chain
-	case HomeFailoverTopology:
-		return (*fenceSim).failoverTopology
-	case HomeRegionRemoved:
-		return (*fenceSim).removedRegion
-	case HomeSkewedClocks, HomeSkewedClocksBeyond:
-		return (*fenceSim).skewedClocks
-	}
-	return nil
-}
-
 // combine prepares a combined scenario: the regions' skews.
 func (f *fenceSim) combine() error {
 	if !slices.Contains(CombinedModes, f.mode) {
@@ -317,7 +300,7 @@ func (f *fenceSim) removeRegion() error {
 	if err := f.evict(); err != nil {
 		return err
 	}
-	if err := f.settleEpisode(); err != nil {
+	if err := f.drain(f.ctx); err != nil {
 		return err
 	}
 	for _, name := range f.live {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/multiregion"
 )
 
@@ -48,24 +46,17 @@ const (
 // They are not in Modes: their logical operations are Ops/10 episodes.
 var FenceModes = []Mode{HomeFailoverZombie, HomeFailoverReplica, HomeTTLReplicated}
 
-// fenceScenario returns the runner of a scripted fence scenario, or nil.
-func fenceScenario(mode Mode) func(context.Context, Scenario) (*Result, error) {
-	var episode func(*fenceSim, *op, *rand.Rand) error
-	switch mode {
-	case HomeFailoverZombie:
-		episode = (*fenceSim).zombie
-	case HomeFailoverReplica:
-		episode = (*fenceSim).replica
-	case HomeTTLReplicated:
-		episode = (*fenceSim).ttlReplicated
-	default:
-		if episode = combinedEpisode(mode); episode == nil {
-			return nil
-		}
-	}
-	return func(ctx context.Context, sc Scenario) (*Result, error) {
-		return runFence(ctx, mode, sc, episode)
-	}
+// episodes are the episodes of the scripted scenarios, fence and combined.
+var episodes = map[Mode]func(*fenceSim, *op, *rand.Rand) error{
+	HomeFailoverZombie:     (*fenceSim).zombie,
+	HomeFailoverReplica:    (*fenceSim).replica,
+	HomeTTLReplicated:      (*fenceSim).ttlReplicated,
+	HomeRehomeSweep:        (*fenceSim).rehome,
+	HomeFailoverChain:      (*fenceSim).chain,
+	HomeFailoverTopology:   (*fenceSim).failoverTopology,
+	HomeRegionRemoved:      (*fenceSim).removedRegion,
+	HomeSkewedClocks:       (*fenceSim).skewedClocks,
+	HomeSkewedClocksBeyond: (*fenceSim).skewedClocks,
 }
 
 // Timings of the scripted scenarios.
@@ -109,22 +100,14 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 	if sc.Lag <= 0 {
 		sc.Lag = time.Second
 	}
-	f := &fenceSim{sim: &sim{sc: sc, mode: mode, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}, ctx: ctx, names: sc.Regions, ops: map[string]int{},
-		lagKeys: map[string]bool{}}
-	f.res.Mode = mode
+	f := &fenceSim{sim: newSim(sc, mode), ctx: ctx, names: sc.Regions, ops: map[string]int{}, lagKeys: map[string]bool{}}
 	if err := f.combine(); err != nil { // scenario_combined.go
 		return nil, err
 	}
-	cluster, err := Start(ctx, func(o *Options) {
-		o.Regions = sc.Regions
-		o.Lag = sc.Lag
-		o.Clock = f.clock.Now
-	})
-	if err != nil {
+	if err := f.start(ctx); err != nil {
 		return nil, err
 	}
-	defer cluster.Close()
-	f.cluster = cluster
+	defer f.cluster.Close()
 	if err := f.setup(); err != nil {
 		return nil, err
 	}
@@ -141,7 +124,7 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 		if err := episode(f, o, rng); err != nil {
 			return nil, fmt.Errorf("regionsim: %s episode %d: %w", mode, i, err)
 		}
-		if err := f.settleEpisode(); err != nil {
+		if err := f.drain(f.ctx); err != nil {
 			return nil, err
 		}
 		if f.skew != nil {
@@ -155,7 +138,7 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 		if err := f.after(); err != nil {
 			return nil, fmt.Errorf("regionsim: %s: %w", mode, err)
 		}
-		if err := f.settleEpisode(); err != nil {
+		if err := f.drain(f.ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -167,10 +150,7 @@ func runFence(ctx context.Context, mode Mode, sc Scenario, episode func(*fenceSi
 
 func (f *fenceSim) setup() error {
 	ctx := f.ctx
-	if err := f.cluster.CreateGlobalTable(ctx, keysTable, dynamostore.PartitionKey); err != nil {
-		return err
-	}
-	if err := f.cluster.CreateGlobalTable(ctx, effectsTable, "id"); err != nil {
+	if err := f.createTables(ctx); err != nil {
 		return err
 	}
 	for _, r := range f.cluster.Regions() {
@@ -201,12 +181,12 @@ func (f *fenceSim) now(name string) func() time.Time {
 // options are the router options of the fleet.
 func (f *fenceSim) options() func(*multiregion.Options) {
 	return func(o *multiregion.Options) {
+		f.routerOptions(o)
 		o.Mode = multiregion.HomeRegion
 		o.Failover = f.mode != HomeTTLReplicated && f.mode != HomeRehomeSweep
 		o.Eviction = f.eviction
 		o.Pins = f.pins
 		o.TopologyRefresh = TopologyRefresh
-		o.Observer = f.counters.Observe
 	}
 }
 
@@ -224,9 +204,7 @@ func (f *fenceSim) fleet() error {
 			return err
 		}
 		f.routers = append(f.routers, router)
-		f.services = append(f.services, handler.New(router, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(f.stallable(f.mrecEffect(r))))
+		f.services = append(f.services, service(router, f.stallable(f.mrecEffect(r))))
 		if !f.ttl {
 			owns, err := router.SweepOwner(r.Name)
 			if err != nil {
@@ -284,10 +262,7 @@ func (f *fenceSim) stallable(next http.Handler) http.Handler {
 func (f *fenceSim) attempt(o *op, region string) int {
 	o.region = append(o.region, slices.Index(f.names, region))
 	status := f.send(&attempt{op: o, n: len(o.region) - 1})
-	f.res.Requests++
-	if status == http.StatusServiceUnavailable {
-		f.res.Unavailable++
-	}
+	f.answered(status)
 	return status
 }
 
@@ -305,22 +280,16 @@ func (f *fenceSim) stalledAttempt(o *op, region string) (resume func()) {
 		defer close(done)
 		status = f.send(a)
 	}()
-	f.res.Requests++
-	count := func() {
-		if status == http.StatusServiceUnavailable {
-			f.res.Unavailable++
-		}
-	}
 	select {
 	case release := <-ready:
 		return func() {
 			close(release)
 			<-done
-			count()
+			f.answered(status)
 		}
 	case <-done: // answered without executing
 		<-f.stall
-		count()
+		f.answered(status)
 		return func() {}
 	}
 }
@@ -412,42 +381,13 @@ func (f *fenceSim) evict() error {
 	return nil
 }
 
-// settleEpisode lets replication finish before the next episode.
-func (f *fenceSim) settleEpisode() error {
-	for _, name := range f.names {
-		f.cluster.Restore(name)
-	}
-	if err := f.pump(f.sc.Lag + time.Second); err != nil {
-		return err
-	}
-	for f.cluster.Pending() > 0 {
-		if _, err := f.cluster.Pump(f.ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // reconcile runs Reconcile in the failover scenarios.
 func (f *fenceSim) reconcile() error {
-	f.res.Failovers = int(f.counters.Count(multiregion.EventFailover))
 	if f.mode == HomeTTLReplicated {
+		f.res.Failovers = int(f.counters.Count(multiregion.EventFailover))
 		return nil
 	}
-	rep, err := f.routers[0].Reconcile(f.ctx)
-	if err != nil {
-		return err
-	}
-	if len(rep.Pending) > 0 || len(rep.Unreachable) > 0 {
-		return fmt.Errorf("regionsim: reconcile left keys undecided: pending %v, unreachable %v", rep.Pending, rep.Unreachable)
-	}
-	for _, t := range rep.TwoRegion {
-		f.res.FenceKeys = append(f.res.FenceKeys, t.Scope+"/"+t.Key)
-	}
-	slices.Sort(f.res.FenceKeys)
-	f.res.FenceKeys = slices.Compact(f.res.FenceKeys)
-	f.res.FenceReported = len(f.res.FenceKeys)
-	return nil
+	return f.sim.reconcile(f.ctx)
 }
 
 // countFence counts as duplicates the keys with more effect items, across

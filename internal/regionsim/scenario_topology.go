@@ -9,19 +9,26 @@ import (
 	"time"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/multiregion"
 )
 
 // HomeTopologyChange: HomeRegion mode (failing closed) during a rolling
-// deploy that adds a region under load (see TopologyChange).
+// deploy that adds AddedRegion under load, without an outage. The cluster
+// holds AddedRegion from the start (its replica has caught up). Each old
+// region runs two "old" processes, configured without AddedRegion; the
+// operator steps the topology record with multiregion.AdvanceTopology
+// through the first region, following TopologyTimeline: the old topology
+// at 0, prepare at Prepare, switch at Switch and finish at Finish. From
+// DeployStart to DeployEnd the old processes are replaced one by one by
+// "new" ones, configured with AddedRegion, and two new ones start in
+// AddedRegion. An attempt reaches one process of its region drawn at
+// random, so old and new serve at once and retries reach either.
 const HomeTopologyChange Mode = "home-topology-change"
 
 // AddedRegion is the region a HomeTopologyChange scenario adds.
 const AddedRegion = "eu-central-1"
 
-// TopologyRefresh is how often the processes of a HomeTopologyChange run
+// TopologyRefresh is how often the processes of the topology scenarios
 // read the topology record (multiregion.Options.TopologyRefresh).
 const TopologyRefresh = time.Second
 
@@ -32,15 +39,11 @@ type Timeline struct {
 }
 
 // TopologyTimeline returns the timeline of a HomeTopologyChange run with
-// replication lag lag: the waits of the procedure in multiregion/README.md
-// (requests take no virtual time here):
-//
-//   - Prepare at 500ms, when the record names the old regions;
-//   - the rolling deploy from lag+TopologyRefresh after it (every process
-//     reads the prepare record first) for 4s;
-//   - Switch 500ms after the deploy;
-//   - Finish 2*lag+TopologyRefresh after Switch: every process has left the
-//     prepare record, and the claims made under it have replicated.
+// replication lag lag, the waits of the procedure in multiregion/README.md,
+// each with 500ms of margin: Prepare at 500ms; the deploy from lag +
+// TopologyRefresh after it (every process has read the prepare record), for
+// 4s; Switch after it; Finish 2*lag + TopologyRefresh after Switch (every
+// process has left the prepare record and its claims have replicated).
 func TopologyTimeline(lag time.Duration) Timeline {
 	const margin = 500 * time.Millisecond
 	var t Timeline
@@ -51,26 +54,6 @@ func TopologyTimeline(lag time.Duration) Timeline {
 	t.Finish = t.Switch + 2*lag + TopologyRefresh + margin
 	return t
 }
-
-// A HomeTopologyChange run adds AddedRegion to the scenario's regions by a
-// rolling deploy under load, following TopologyTimeline. The cluster has
-// the scenario's regions plus AddedRegion from the start (the replica was
-// added to the global table and has caught up). The services of the
-// scenario's regions are "old" processes, configured with the scenario's
-// regions, two per region; the operator steps the table's topology record
-// with multiregion.AdvanceTopology through the first region:
-//
-//   - at 0 the record names the old regions;
-//   - at Prepare, one step towards the new topology (prepare);
-//   - from DeployStart to DeployEnd the old processes are replaced one by
-//     one by "new" ones, configured with AddedRegion too, and two new
-//     processes start in AddedRegion; each attempt reaches one process of
-//     its region drawn at random, so old and new serve at once and
-//     retries reach either;
-//   - at Switch and at Finish, the next two steps (switch, finish).
-//
-// The processes read the record every TopologyRefresh. The scenario has no
-// outage.
 
 // topologySim is the process fleet of a HomeTopologyChange run.
 type topologySim struct {
@@ -94,7 +77,7 @@ type step struct {
 	to   multiregion.Topology
 }
 
-// runTopologyChange is Run for Hometl.
+// runTopologyChange is Run for HomeTopologyChange.
 func runTopologyChange(ctx context.Context, sc Scenario) (*Result, error) {
 	if slices.Contains(sc.Regions, AddedRegion) {
 		return nil, fmt.Errorf("regionsim: %s is the region the scenario adds", AddedRegion)
@@ -103,25 +86,18 @@ func runTopologyChange(ctx context.Context, sc Scenario) (*Result, error) {
 	sc.NoOutage = true
 	oldNames := slices.Clone(sc.Regions)
 	sc.Regions = append(slices.Clone(sc.Regions), AddedRegion)
-	s := &sim{sc: sc, mode: HomeTopologyChange, clock: ddbtest.NewClock(Epoch), execs: map[string]int{}}
-	s.res.Mode = HomeTopologyChange
-	cluster, err := Start(ctx, func(o *Options) {
-		o.Regions = sc.Regions
-		o.Lag = sc.Lag
-		o.Clock = s.clock.Now
-	})
-	if err != nil {
+	s := newSim(sc, HomeTopologyChange)
+	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
-	defer cluster.Close()
-	s.cluster = cluster
+	defer s.cluster.Close()
 	if err := s.createTables(ctx); err != nil {
 		return nil, err
 	}
 	ts := &topologySim{s: s, tl: TopologyTimeline(sc.Lag), rng: rand.New(rand.NewPCG(sc.Seed, 0))}
 	tl := ts.tl
 	storeOpts := func(o *dynamostore.Options) { o.Now = s.clock.Now }
-	for _, r := range cluster.Regions() {
+	for _, r := range s.cluster.Regions() {
 		reg := multiregion.NewRegion(r.Name, r.Client, keysTable, storeOpts)
 		ts.new = append(ts.new, reg)
 		if slices.Contains(oldNames, r.Name) {
@@ -149,19 +125,15 @@ func runTopologyChange(ctx context.Context, sc Scenario) (*Result, error) {
 func (ts *topologySim) fleet() error {
 	s, tl := ts.s, ts.tl
 	service := func(regions []multiregion.Region, local string) (http.Handler, error) {
-		router, err := multiregion.New(regions, func(o *multiregion.Options) {
+		router, err := multiregion.New(regions, s.routerOptions, func(o *multiregion.Options) {
 			o.Mode = multiregion.HomeRegion
-			o.Eviction = multiregion.EvictBySweeper // nothing is evicted within a run
 			o.Local = local
 			o.TopologyRefresh = TopologyRefresh
-			o.Observer = s.counters.Observe
 		})
 		if err != nil {
 			return nil, err
 		}
-		return handler.New(router, func(o *handler.Options) {
-			o.Scope = func(req *http.Request) (string, error) { return req.Header.Get("X-Tenant"), nil }
-		})(s.mrecEffect(s.cluster.Region(local))), nil
+		return service(router, s.mrecEffect(s.cluster.Region(local))), nil
 	}
 	nOld := len(ts.old) * 2
 	for _, r := range s.cluster.Regions() {
@@ -204,18 +176,11 @@ func (ts *topologySim) before(ctx context.Context, at time.Duration) error {
 			continue
 		}
 		st.done = true
-		if err := ts.advance(ctx, st.to); err != nil {
+		if _, err := multiregion.AdvanceTopology(ctx, ts.new[0], st.to); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// advance runs one step of the operator's procedure, through the first
-// region.
-func (ts *topologySim) advance(ctx context.Context, to multiregion.Topology) error {
-	_, err := multiregion.AdvanceTopology(ctx, ts.new[0], to)
-	return err
 }
 
 // route returns the process that serves a: one of its region's, drawn at
