@@ -3,14 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,11 +60,34 @@ func startProcess(t *testing.T, env []string, bin string, args ...string) (*exec
 	}
 }
 
-func build(t *testing.T, dir, pkg string) string {
+// binDir holds the payments command, built once per test process.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "payments-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var buildPayments = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "payments")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// paymentsBinary returns the built payments command.
+func paymentsBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin, err := buildPayments()
+	require.NoError(t, err)
 	return bin
 }
 
@@ -70,12 +96,12 @@ func build(t *testing.T, dir, pkg string) string {
 // restarts it, and retries: the retry gets 409 while the dead claim's lease
 // runs, then executes exactly once.
 func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
-	dir := t.TempDir()
-	payments := build(t, dir, "github.com/idemkey/idemkey/examples/payments")
+	payments := paymentsBinary(t)
 	endpoint := os.Getenv(localstack.EndpointEnv)
-	if endpoint == "" {
-		emulator := build(t, dir, "github.com/idemkey/idemkey/localstack/cmd/emulator")
-		_, endpoint = startProcess(t, nil, emulator, "-addr", "127.0.0.1:0")
+	if endpoint == "" { // the emulator in this process outlives the killed server
+		emulator := httptest.NewServer(localstack.NewHandler())
+		t.Cleanup(emulator.Close)
+		endpoint = emulator.URL
 	}
 	t.Setenv(localstack.EndpointEnv, endpoint)
 	ep, err := localstack.Start(context.Background())
@@ -85,7 +111,7 @@ func TestKilledBetweenClaimAndCommitExecutesOnceAfterLease(t *testing.T) {
 	keyTable, paymentTable := localstack.TableName("keys"), localstack.TableName("payments")
 	t.Cleanup(func() { deleteTables(t, ep.Client, keyTable, paymentTable) }) // after the servers stop
 	env := []string{localstack.EndpointEnv + "=" + endpoint}
-	const lease = 5 * time.Second
+	const lease = time.Second // the restart takes tens of milliseconds
 	args := []string{"-addr", "127.0.0.1:0", "-lease", lease.String(), "-key-table", keyTable, "-payment-table", paymentTable}
 	server, url := startProcess(t, env, payments, append(args, "-latency", "1h")...)
 

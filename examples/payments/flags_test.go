@@ -53,7 +53,7 @@ func exitCode(t *testing.T, bin string, args ...string) (int, string) {
 }
 
 func TestHelpExitsZeroAndNamesTheEndpointVariableAndEveryFlag(t *testing.T) {
-	bin := build(t, t.TempDir(), "github.com/idemkey/idemkey/examples/payments")
+	bin := paymentsBinary(t)
 	code, out := exitCode(t, bin, "-h")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "AWS_ENDPOINT_URL_DYNAMODB")
@@ -65,7 +65,7 @@ func TestHelpExitsZeroAndNamesTheEndpointVariableAndEveryFlag(t *testing.T) {
 }
 
 func TestBadFlagsExitTwoAndUnusableValuesExitOneWithTheReason(t *testing.T) {
-	bin := build(t, t.TempDir(), "github.com/idemkey/idemkey/examples/payments")
+	bin := paymentsBinary(t)
 	code, out := exitCode(t, bin, "-no-such-flag")
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, "flag provided but not defined: -no-such-flag")

@@ -46,7 +46,7 @@ var sweeperMetrics = []string{"EvictionLagSeconds", "OldestLiveKeyAgeSeconds"}
 func TestDashboardShowsOutcomesCommitLatencyAndSweeperLag(t *testing.T) {
 	tpl := load(t)
 	require.Equal(t, "AWS::CloudWatch::Dashboard", tpl.Type("Dashboard"))
-	body := tpl.Scalar("Dashboard", "Properties", "DashboardBody")
+	body, _ := tpl.At("Resources", "Dashboard", "Properties", "DashboardBody", "Fn::Sub").(string)
 	// The !Sub references become strings, so that the body parses as JSON.
 	body = regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`).ReplaceAllString(body, "<$1>")
 	var dash struct {

@@ -2,6 +2,7 @@ package deploytest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func load(t *testing.T) *Template {
+func load(t *testing.T) Template {
 	t.Helper()
 	tpl, err := Load()
 	require.NoError(t, err)
@@ -22,7 +23,7 @@ func load(t *testing.T) *Template {
 }
 
 // resolve is Property that fails the test on an error.
-func resolve(t *testing.T, tpl *Template, p Params, resource string, keys ...string) any {
+func resolve(t *testing.T, tpl Template, p Params, resource string, keys ...string) any {
 	t.Helper()
 	v, err := tpl.Property(p, resource, keys...)
 	require.NoError(t, err, "%s %v", resource, keys)
@@ -30,7 +31,7 @@ func resolve(t *testing.T, tpl *Template, p Params, resource string, keys ...str
 }
 
 // env is Environment that fails the test on an error.
-func env(t *testing.T, tpl *Template, p Params, function string) map[string]string {
+func env(t *testing.T, tpl Template, p Params, function string) map[string]string {
 	t.Helper()
 	e, err := tpl.Environment(p, function)
 	require.NoError(t, err)
@@ -45,7 +46,7 @@ func TestTablesOutliveAnUpdateThatReplacesThem(t *testing.T) {
 	tables := tpl.Resources("AWS::DynamoDB::Table")
 	require.ElementsMatch(t, []string{"KeyTable", "PaymentsTable"}, tables)
 	for _, table := range tables {
-		assert.Equal(t, "Retain", tpl.Scalar(table, "UpdateReplacePolicy"), table)
+		assert.Equal(t, "Retain", tpl.At("Resources", table, "UpdateReplacePolicy"), table)
 	}
 }
 
@@ -80,17 +81,16 @@ func buildScriptArchitectures(t *testing.T) []string {
 
 func TestArchitectureParameterOffersWhatTheBuildScriptBuilds(t *testing.T) {
 	tpl := load(t)
-	param := tpl.Section("Parameters", "Architecture")
-	require.NotNil(t, param)
-	assert.Equal(t, "arm64", get(param, "Default").Value)
-	assert.Equal(t, buildScriptArchitectures(t), scalars(get(param, "AllowedValues")))
+	param := tpl.At("Parameters", "Architecture").(map[string]any)
+	assert.Equal(t, "arm64", param["Default"])
+	assert.Equal(t, buildScriptArchitectures(t), strs(param["AllowedValues"]))
 	assert.Error(t, tpl.Check(Params{"Architecture": "amd64"}), "Lambda's name is x86_64")
 
-	arch, err := tpl.Resolve(tpl.Section("Globals", "Function", "Architectures"), Params{"Architecture": "x86_64"})
+	arch, err := tpl.Resolve(tpl.At("Globals", "Function", "Architectures"), Params{"Architecture": "x86_64"})
 	require.NoError(t, err)
 	assert.Equal(t, []any{"x86_64"}, arch)
 	for _, fn := range tpl.Resources("AWS::Serverless::Function") {
-		assert.Nil(t, tpl.Path(fn, "Properties", "Architectures"), "%s takes the Globals' architecture", fn)
+		assert.Nil(t, tpl.At("Resources", fn, "Properties", "Architectures"), "%s takes the Globals' architecture", fn)
 	}
 
 	// The script refuses any other, before it builds anything.
@@ -104,11 +104,9 @@ func TestArchitectureParameterOffersWhatTheBuildScriptBuilds(t *testing.T) {
 
 func TestLeaseIsZeroOrOutlivesTheFunctionAndNeverTheRetention(t *testing.T) {
 	tpl := load(t)
-	timeout, err := strconv.Atoi(tpl.Scalar("PaymentsFunction", "Properties", "Timeout"))
+	timeout, err := strconv.Atoi(fmt.Sprint(tpl.At("Resources", "PaymentsFunction", "Properties", "Timeout")))
 	require.NoError(t, err)
-	minValue := get(tpl.Section("Parameters", "RetentionHours"), "MinValue")
-	require.NotNil(t, minValue, "RetentionHours has a MinValue")
-	minRetention, err := strconv.Atoi(minValue.Value)
+	minRetention, err := strconv.Atoi(fmt.Sprint(tpl.At("Parameters", "RetentionHours", "MinValue")))
 	require.NoError(t, err)
 	var allowed []int
 	for s := range 5000 {
@@ -180,25 +178,25 @@ func TestEachFunctionLogsToAGroupOfItsOwnWithTheRetentionParameter(t *testing.T)
 	tpl := load(t)
 	seen := map[string]string{}
 	for _, fn := range tpl.Resources("AWS::Serverless::Function") {
-		group := tpl.Path(fn, "Properties", "LoggingConfig", "LogGroup")
-		require.NotNil(t, group, fn)
-		require.Equal(t, "!Ref", group.Tag, fn)
-		assert.Equal(t, "AWS::Logs::LogGroup", tpl.Type(group.Value), fn)
-		assert.Empty(t, seen[group.Value], "%s shares %s with %s", fn, group.Value, seen[group.Value])
-		seen[group.Value] = fn
-		assert.Equal(t, "14", resolve(t, tpl, Params{"LogRetentionDays": "14"}, group.Value, "Properties", "RetentionInDays"))
-		name := resolve(t, tpl, Params{"AWS::StackName": "pay"}, group.Value, "Properties", "LogGroupName")
+		ref, _ := tpl.At("Resources", fn, "Properties", "LoggingConfig", "LogGroup").(map[string]any)
+		group, ok := ref["Ref"].(string)
+		require.True(t, ok, "%s: LoggingConfig.LogGroup is a !Ref", fn)
+		assert.Equal(t, "AWS::Logs::LogGroup", tpl.Type(group), fn)
+		assert.Empty(t, seen[group], "%s shares %s with %s", fn, group, seen[group])
+		seen[group] = fn
+		assert.Equal(t, "14", resolve(t, tpl, Params{"LogRetentionDays": "14"}, group, "Properties", "RetentionInDays"))
+		name := resolve(t, tpl, Params{"AWS::StackName": "pay"}, group, "Properties", "LogGroupName")
 		assert.Regexp(t, `^/aws/lambda/pay-`, name)
 	}
 	require.Len(t, seen, 2)
 	assert.Len(t, tpl.Resources("AWS::Logs::LogGroup"), 2, "no group without a function")
 	assert.NoError(t, tpl.Check(nil))
-	assert.Equal(t, "30", get(tpl.Section("Parameters", "LogRetentionDays"), "Default").Value)
+	assert.Equal(t, "30", tpl.At("Parameters", "LogRetentionDays", "Default"))
 	assert.Error(t, tpl.Check(Params{"LogRetentionDays": "31"}), "CloudWatch Logs' retentions only")
 }
 
 // routes are the HTTP API's routes by route key.
-func routes(t *testing.T, tpl *Template, p Params) map[string]map[string]any {
+func routes(t *testing.T, tpl Template, p Params) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
 	for _, r := range tpl.Resources("AWS::ApiGatewayV2::Route") {

@@ -1,41 +1,37 @@
-// Package deploytest reads the repository's SAM template for tests that
-// check it against the code: the TTL attribute of the key table, the IAM
-// actions each function is granted on each table, the environment each
-// function gets for given parameter values, the values the stack refuses,
-// the alarms, log groups and the HTTP API's authorizer.
+// Package deploytest checks the repository's SAM templates against the
+// code: statically, what moto's CloudFormation does not build or check
+// (alarms, the HTTP API and its authorizer, parameter constraints and
+// rules), and on moto, the stacks it builds (stack.go) and the functions
+// under the Runtime Interface Emulator (rie.go).
 //
-// It understands the subset of CloudFormation the template uses: resources
-// with Type, Condition and Properties, inline policy statements whose
-// Resource is !GetAtt <LogicalId>.Arn (or a list of them), parameters with
-// their constraints, rules, conditions, and the intrinsic functions Resolve
-// lists.
+// The static reader understands the subset of CloudFormation
+// template.yaml uses: resources with Type, Condition and Properties,
+// parameters with their constraints, rules, conditions, and the intrinsic
+// functions Resolve lists.
 package deploytest
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// Template is a parsed template.yaml.
-type Template struct {
-	top  *yaml.Node // the document's mapping
-	root *yaml.Node // the Resources mapping
-}
+// Template is template.yaml as plain values (maps, lists and strings),
+// each intrinsic in its long form: {"Ref": name}, {"Fn::Sub": text},
+// {"Fn::GetAtt": [id, attribute]}, ...
+type Template map[string]any
 
 // Load reads the template at the repository root.
-func Load() (*Template, error) {
-	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "template.yaml")
-	b, err := os.ReadFile(path)
+func Load() (Template, error) {
+	b, err := os.ReadFile(filepath.Join(Root(), "template.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -43,208 +39,127 @@ func Load() (*Template, error) {
 	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("template.yaml: %w", err)
 	}
-	if len(doc.Content) == 0 {
-		return nil, fmt.Errorf("template.yaml: empty")
-	}
-	res := get(doc.Content[0], "Resources")
-	if res == nil {
+	t, ok := plain(&doc).(map[string]any)
+	if !ok || t["Resources"] == nil {
 		return nil, fmt.Errorf("template.yaml: no Resources")
 	}
-	return &Template{top: doc.Content[0], root: res}, nil
+	return t, nil
 }
 
-func get(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
+// plain converts a YAML node; a short-form tag becomes the long form.
+func plain(n *yaml.Node) any {
+	var v any
+	switch n.Kind {
+	case yaml.DocumentNode:
+		return plain(n.Content[0])
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = plain(n.Content[i+1])
+		}
+		v = m
+	case yaml.SequenceNode:
+		l := []any{}
+		for _, c := range n.Content {
+			l = append(l, plain(c))
+		}
+		v = l
+	default:
+		v = n.Value
 	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
+	tag, ok := strings.CutPrefix(n.Tag, "!")
+	switch {
+	case !ok || strings.HasPrefix(tag, "!"):
+		return v
+	case tag == "Ref" || tag == "Condition":
+		return map[string]any{tag: v}
+	case tag == "GetAtt":
+		if s, ok := v.(string); ok {
+			id, attr, _ := strings.Cut(s, ".")
+			v = []any{id, attr}
 		}
 	}
-	return nil
+	return map[string]any{"Fn::" + tag: v}
 }
 
-// Path returns the node at a path of mapping keys below a resource.
-func (t *Template) Path(resource string, keys ...string) *yaml.Node {
-	n := get(t.root, resource)
+// At returns the value at a path of mapping keys from the top of the
+// template, nil when absent.
+func (t Template) At(keys ...string) any {
+	var v any = map[string]any(t)
 	for _, k := range keys {
-		n = get(n, k)
+		m, _ := v.(map[string]any)
+		v = m[k]
 	}
-	return n
-}
-
-// Section returns the node at a path of mapping keys from the top of the
-// template (Parameters, Conditions, Rules, ...), nil when absent.
-func (t *Template) Section(keys ...string) *yaml.Node {
-	n := t.top
-	for _, k := range keys {
-		n = get(n, k)
-	}
-	return n
-}
-
-// Scalar returns the value of a scalar property, "" when absent.
-func (t *Template) Scalar(resource string, keys ...string) string {
-	if n := t.Path(resource, keys...); n != nil && n.Kind == yaml.ScalarNode {
-		return n.Value
-	}
-	return ""
+	return v
 }
 
 // Type returns a resource's Type.
-func (t *Template) Type(resource string) string { return t.Scalar(resource, "Type") }
+func (t Template) Type(resource string) any { return t.At("Resources", resource, "Type") }
 
-// Resources returns the logical ids of the resources of a type, in the
-// template's order.
-func (t *Template) Resources(typ string) []string {
+// Resources returns the sorted logical ids of the resources of a type.
+func (t Template) Resources(typ string) []string {
 	var out []string
-	for i := 0; i+1 < len(t.root.Content); i += 2 {
-		if id := t.root.Content[i].Value; t.Type(id) == typ {
+	for id := range t.At("Resources").(map[string]any) {
+		if t.Type(id) == typ {
 			out = append(out, id)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
-// Actions returns, per logical id of a resource the statements name, the
-// sorted actions an Allow statement of the function's inline policies
-// grants on it.
-func (t *Template) Actions(function string) (map[string][]string, error) {
-	return t.ActionsFor(function, nil)
-}
-
-// ActionsFor is Actions for a deployment with parameters p: a statement
-// written as !If [condition, statement, !Ref AWS::NoValue] counts when the
-// condition holds for p. A resource !Sub "${Table.Arn}/index/<name>" (an
-// index of the table) counts as the table.
-func (t *Template) ActionsFor(function string, params Params) (map[string][]string, error) {
-	stmts, err := t.Statements(function, params)
+// Actions returns, per logical id of a table the function's inline
+// policies name, the sorted actions an Allow statement grants on it for a
+// deployment with parameters p. A statement's Resource must be
+// !GetAtt <Table>.Arn or !Sub "${<Table>.Arn}/index/<name>" (counted as
+// the table): least privilege names the table.
+func (t Template) Actions(function string, p Params) (map[string][]string, error) {
+	policies, err := t.Property(p, function, "Properties", "Policies")
 	if err != nil {
 		return nil, err
 	}
-	sets := map[string]map[string]bool{}
-	for _, s := range stmts {
-		for _, target := range s.Resources {
-			target, _, _ = strings.Cut(target, "/index/")
-			if sets[target] == nil {
-				sets[target] = map[string]bool{}
-			}
-			for _, a := range s.Actions {
-				sets[target][a] = true
-			}
-		}
-	}
-	out := map[string][]string{}
-	for target, set := range sets {
-		for a := range set {
-			out[target] = append(out[target], a)
-		}
-		sort.Strings(out[target])
-	}
-	return out, nil
-}
-
-// Statement is one Allow statement of a function's inline policies.
-type Statement struct {
-	// Actions are the statement's actions.
-	Actions []string
-	// Resources are the logical ids of the resources it names, an index
-	// of a table as "<table>/index/<name>".
-	Resources []string
-	// Condition is the statement's Condition, resolved (nil without one).
-	Condition any
-}
-
-// Statements returns the Allow statements of the function's inline
-// policies for a deployment with parameters p (see ActionsFor).
-func (t *Template) Statements(function string, params Params) ([]Statement, error) {
-	policies := t.Path(function, "Properties", "Policies")
-	if policies == nil || policies.Kind != yaml.SequenceNode {
+	list, ok := policies.([]any)
+	if !ok {
 		return nil, fmt.Errorf("%s: no inline Policies", function)
 	}
-	var out []Statement
-	for _, p := range policies.Content {
-		stmts := get(p, "Statement")
-		if stmts == nil {
+	out := map[string][]string{}
+	for _, policy := range list {
+		stmts, _ := policy.(map[string]any)["Statement"].([]any)
+		if len(stmts) == 0 {
 			return nil, fmt.Errorf("%s: a policy without Statement", function)
 		}
-		for _, s := range stmts.Content {
-			if s.Tag == "!If" {
-				if s.Kind != yaml.SequenceNode || len(s.Content) != 3 {
-					return nil, fmt.Errorf("%s: a statement !If wants 3 arguments", function)
-				}
-				ok, err := t.Condition(s.Content[0].Value, params)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", function, err)
-				}
-				branches := s.Content
-				if s = branches[2]; ok {
-					s = branches[1]
-				}
-				if s.Tag == "!Ref" && s.Value == "AWS::NoValue" {
-					continue
-				}
-			}
-			if get(s, "Effect").Value != "Allow" {
+		for _, s := range stmts {
+			s := s.(map[string]any)
+			if s["Effect"] != "Allow" {
 				continue
 			}
-			targets, err := resources(get(s, "Resource"))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", function, err)
-			}
-			stmt := Statement{Actions: scalars(get(s, "Action")), Resources: targets}
-			if c := get(s, "Condition"); c != nil {
-				if stmt.Condition, err = t.Resolve(c, params); err != nil {
-					return nil, fmt.Errorf("%s: %w", function, err)
+			for _, r := range strs(s["Resource"]) {
+				id, ok := tableOf(r)
+				if !ok {
+					return nil, fmt.Errorf("%s: resource %q is not !GetAtt <table>.Arn: least privilege means naming the table", function, r)
+				}
+				for _, a := range strs(s["Action"]) {
+					if !slices.Contains(out[id], a) {
+						out[id] = append(out[id], a)
+					}
 				}
 			}
-			out = append(out, stmt)
 		}
+	}
+	for id := range out {
+		slices.Sort(out[id])
 	}
 	return out, nil
 }
 
-func scalars(n *yaml.Node) []string {
-	switch {
-	case n == nil:
-		return nil
-	case n.Kind == yaml.ScalarNode:
-		return []string{n.Value}
-	}
-	var out []string
-	for _, c := range n.Content {
-		out = append(out, scalars(c)...)
-	}
-	return out
-}
+var tableARN = regexp.MustCompile(`^<GetAtt (\w+)\.Arn>(/index/[\w.-]+)?$`)
 
-// resources resolves a statement's Resource: each must be
-// !GetAtt <LogicalId>.Arn, which names the resource by logical id.
-func resources(n *yaml.Node) ([]string, error) {
-	if n == nil {
-		return nil, fmt.Errorf("statement without Resource")
+func tableOf(resource string) (string, bool) {
+	m := tableARN.FindStringSubmatch(resource)
+	if m == nil {
+		return "", false
 	}
-	if n.Kind == yaml.SequenceNode {
-		var out []string
-		for _, c := range n.Content {
-			r, err := resources(c)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r...)
-		}
-		return out, nil
-	}
-	if n.Tag == "!Sub" && strings.HasPrefix(n.Value, "${") {
-		if table, rest, ok := strings.Cut(strings.TrimPrefix(n.Value, "${"), ".Arn}/index/"); ok && rest != "" && !strings.ContainsAny(rest, "${}*") {
-			return []string{table + "/index/" + rest}, nil
-		}
-	}
-	if n.Tag != "!GetAtt" || !strings.HasSuffix(n.Value, ".Arn") {
-		return nil, fmt.Errorf("resource %q is not !GetAtt <table>.Arn: least privilege means naming the table", n.Value)
-	}
-	return []string{strings.TrimSuffix(n.Value, ".Arn")}, nil
+	return m[1], true
 }
 
 // NoValue is what Resolve returns for AWS::NoValue: the property is absent.
@@ -257,245 +172,218 @@ type noValue struct{}
 // AWS::Region and AWS::StackName.
 type Params map[string]string
 
-// value returns the value of a parameter or pseudo parameter.
-func (t *Template) value(name string, p Params) (string, error) {
+func (t Template) value(name string, p Params) (string, error) {
 	if v, ok := p[name]; ok {
 		return v, nil
 	}
-	if d := t.Section("Parameters", name, "Default"); d != nil {
-		return d.Value, nil
+	spec, ok := t.At("Parameters", name).(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("no value for %s", name)
 	}
-	if t.Section("Parameters", name) != nil {
+	d, ok := spec["Default"].(string)
+	if !ok {
 		return "", fmt.Errorf("parameter %s has no Default and no value", name)
 	}
-	return "", fmt.Errorf("no value for %s", name)
+	return d, nil
 }
 
-// Resolve evaluates a node of the template for a deployment: !Ref of a
-// parameter or pseudo parameter gives its value, !Ref of a resource gives
-// "<Ref LogicalId>", !GetAtt gives "<GetAtt LogicalId.Attr>", !Ref
-// AWS::NoValue gives NoValue; !Sub (its one-argument form), !If (with the
-// template's Conditions), !Equals, !Not, !And, !Or and !Split are
-// evaluated; mappings and sequences are resolved member by member, leaving
-// out the NoValue ones. Scalars are strings.
-func (t *Template) Resolve(n *yaml.Node, p Params) (any, error) {
-	if n == nil {
-		return nil, fmt.Errorf("nothing to resolve")
-	}
-	args := func(want int) ([]*yaml.Node, error) {
-		if n.Kind != yaml.SequenceNode || len(n.Content) != want {
-			return nil, fmt.Errorf("%s wants %d arguments", n.Tag, want)
+// Resolve evaluates a value of the template for a deployment: Ref of a
+// parameter or pseudo parameter gives its value, Ref of a resource gives
+// "<Ref LogicalId>", GetAtt gives "<GetAtt LogicalId.Attr>", Ref
+// AWS::NoValue gives NoValue; Sub (its one-argument form), If (with the
+// template's Conditions), Equals, Not, And, Or and Split are evaluated;
+// mappings and lists are resolved member by member, leaving out the
+// NoValue ones. Scalars are strings.
+func (t Template) Resolve(v any, p Params) (any, error) {
+	switch v := v.(type) {
+	case []any:
+		out := []any{}
+		for _, e := range v {
+			r, err := t.Resolve(e, p)
+			if err != nil {
+				return nil, err
+			}
+			if r != NoValue {
+				out = append(out, r)
+			}
 		}
-		return n.Content, nil
+		return out, nil
+	case map[string]any:
+		if len(v) == 1 {
+			for fn, arg := range v {
+				if fn == "Ref" || strings.HasPrefix(fn, "Fn::") {
+					return t.intrinsic(fn, arg, p)
+				}
+			}
+		}
+		out := map[string]any{}
+		for k, e := range v {
+			r, err := t.Resolve(e, p)
+			if err != nil {
+				return nil, err
+			}
+			if r != NoValue {
+				out[k] = r
+			}
+		}
+		return out, nil
 	}
-	switch n.Tag {
-	case "!Ref":
-		switch name := n.Value; {
+	return v, nil
+}
+
+func (t Template) intrinsic(fn string, arg any, p Params) (any, error) {
+	args, _ := arg.([]any)
+	want := map[string]int{"Fn::If": 3, "Fn::Equals": 2, "Fn::Not": 1, "Fn::Split": 2}[fn]
+	if want > 0 && len(args) != want {
+		return nil, fmt.Errorf("%s wants %d arguments", fn, want)
+	}
+	switch fn {
+	case "Ref":
+		name := fmt.Sprint(arg)
+		switch {
 		case name == "AWS::NoValue":
 			return NoValue, nil
-		case get(t.root, name) != nil:
+		case t.At("Resources", name) != nil:
 			return "<Ref " + name + ">", nil
-		default:
-			return t.value(name, p)
 		}
-	case "!GetAtt":
-		return "<GetAtt " + n.Value + ">", nil
-	case "!Sub":
-		return t.sub(n.Value, p)
-	case "!If":
-		a, err := args(3)
-		if err != nil {
-			return nil, err
-		}
-		ok, err := t.Condition(a[0].Value, p)
+		return t.value(name, p)
+	case "Fn::GetAtt":
+		return fmt.Sprintf("<GetAtt %v.%v>", args...), nil
+	case "Fn::Sub":
+		return t.sub(fmt.Sprint(arg), p)
+	case "Fn::If":
+		ok, err := t.Condition(fmt.Sprint(args[0]), p)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			return t.Resolve(a[1], p)
+			return t.Resolve(args[1], p)
 		}
-		return t.Resolve(a[2], p)
-	case "!Equals":
-		a, err := args(2)
+		return t.Resolve(args[2], p)
+	case "Fn::Equals":
+		x, err := t.Resolve(args[0], p)
 		if err != nil {
 			return nil, err
 		}
-		x, err := t.Resolve(a[0], p)
-		if err != nil {
-			return nil, err
-		}
-		y, err := t.Resolve(a[1], p)
+		y, err := t.Resolve(args[1], p)
 		return fmt.Sprint(x) == fmt.Sprint(y), err
-	case "!Not":
-		a, err := args(1)
-		if err != nil {
-			return nil, err
-		}
-		v, err := t.truth(a[0], p)
+	case "Fn::Not":
+		v, err := t.truth(args[0], p)
 		return !v, err
-	case "!And", "!Or":
-		and := n.Tag == "!And"
-		for _, c := range n.Content {
-			v, err := t.truth(c, p)
-			if err != nil {
-				return nil, err
-			}
-			if v != and {
-				return v, nil
+	case "Fn::And", "Fn::Or":
+		and := fn == "Fn::And"
+		for _, a := range args {
+			v, err := t.truth(a, p)
+			if err != nil || v != and {
+				return v, err
 			}
 		}
 		return and, nil
-	case "!Split":
-		a, err := args(2)
-		if err != nil {
-			return nil, err
-		}
-		s, err := t.Resolve(a[1], p)
-		if err != nil {
-			return nil, err
-		}
-		return strings.Split(fmt.Sprint(s), a[0].Value), nil
+	case "Fn::Split":
+		s, err := t.Resolve(args[1], p)
+		return strings.Split(fmt.Sprint(s), fmt.Sprint(args[0])), err
 	}
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
-		return nil, fmt.Errorf("intrinsic %s is not supported", n.Tag)
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		out := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := t.Resolve(n.Content[i+1], p)
-			if err != nil {
-				return nil, err
-			}
-			if v != NoValue {
-				out[n.Content[i].Value] = v
-			}
-		}
-		return out, nil
-	case yaml.SequenceNode:
-		out := []any{}
-		for _, c := range n.Content {
-			v, err := t.Resolve(c, p)
-			if err != nil {
-				return nil, err
-			}
-			if v != NoValue {
-				out = append(out, v)
-			}
-		}
-		return out, nil
-	}
-	return n.Value, nil
+	return nil, fmt.Errorf("intrinsic %s is not supported", fn)
 }
 
-func (t *Template) truth(n *yaml.Node, p Params) (bool, error) {
-	if n.Kind == yaml.MappingNode && len(n.Content) == 2 && n.Content[0].Value == "Condition" {
-		return t.Condition(n.Content[1].Value, p)
+func (t Template) truth(v any, p Params) (bool, error) {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 && m["Condition"] != nil {
+		return t.Condition(fmt.Sprint(m["Condition"]), p)
 	}
-	v, err := t.Resolve(n, p)
+	r, err := t.Resolve(v, p)
 	if err != nil {
 		return false, err
 	}
-	b, ok := v.(bool)
+	b, ok := r.(bool)
 	if !ok {
-		return false, fmt.Errorf("%v is not a condition", v)
+		return false, fmt.Errorf("%v is not a condition", r)
 	}
 	return b, nil
 }
 
-// sub substitutes ${Name} in s with the value of a parameter, a pseudo
-// parameter, or "<Ref LogicalId>" for a resource.
-func (t *Template) sub(s string, p Params) (string, error) {
-	var b strings.Builder
-	for {
-		start := strings.Index(s, "${")
-		if start < 0 {
-			b.WriteString(s)
-			return b.String(), nil
+var subName = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// sub substitutes ${Name}: a parameter's value, "<Ref Id>" for a resource,
+// "<GetAtt Id.Attr>" for a resource's attribute.
+func (t Template) sub(s string, p Params) (string, error) {
+	var err error
+	out := subName.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		if id, attr, ok := strings.Cut(name, "."); ok && t.At("Resources", id) != nil {
+			return "<GetAtt " + id + "." + attr + ">"
 		}
-		end := strings.Index(s[start:], "}")
-		if end < 0 {
-			return "", fmt.Errorf("!Sub %q: unclosed ${", s)
+		if t.At("Resources", name) != nil {
+			return "<Ref " + name + ">"
 		}
-		name := s[start+2 : start+end]
-		b.WriteString(s[:start])
-		if get(t.root, name) != nil {
-			b.WriteString("<Ref " + name + ">")
-		} else {
-			v, err := t.value(name, p)
-			if err != nil {
-				return "", err
-			}
-			b.WriteString(v)
-		}
-		s = s[start+end+1:]
-	}
+		v, e := t.value(name, p)
+		err = cmp.Or(err, e)
+		return v
+	})
+	return out, err
 }
 
 // Condition evaluates a condition of the Conditions section.
-func (t *Template) Condition(name string, p Params) (bool, error) {
-	c := t.Section("Conditions", name)
+func (t Template) Condition(name string, p Params) (bool, error) {
+	c := t.At("Conditions", name)
 	if c == nil {
 		return false, fmt.Errorf("no condition %s", name)
 	}
 	return t.truth(c, p)
 }
 
-// Property resolves a resource's node at a path of mapping keys (see
+// Property resolves a resource's value at a path of mapping keys (see
 // Resolve); NoValue when the resource is not created (its Condition is
-// false) or the node is absent.
-func (t *Template) Property(p Params, resource string, keys ...string) (any, error) {
-	if get(t.root, resource) == nil {
+// false) or the value is absent.
+func (t Template) Property(p Params, resource string, keys ...string) (any, error) {
+	if t.At("Resources", resource) == nil {
 		return nil, fmt.Errorf("no resource %s", resource)
 	}
-	if c := t.Scalar(resource, "Condition"); c != "" {
-		ok, err := t.Condition(c, p)
-		if err != nil || !ok {
+	if c, ok := t.At("Resources", resource, "Condition").(string); ok {
+		if ok, err := t.Condition(c, p); err != nil || !ok {
 			return NoValue, err
 		}
 	}
-	n := t.Path(resource, keys...)
-	if n == nil {
+	v := t.At(append([]string{"Resources", resource}, keys...)...)
+	if v == nil {
 		return NoValue, nil
 	}
-	return t.Resolve(n, p)
+	return t.Resolve(v, p)
 }
 
 // Check reports the first parameter value the stack would refuse: a value
-// outside a parameter's AllowedValues, AllowedPattern, MinValue, MaxValue
-// or MaxLength, or a rule whose RuleCondition holds and an assertion of
-// which does not. The AllowedPattern must match the whole value.
-func (t *Template) Check(p Params) error {
-	params := t.Section("Parameters")
-	for i := 0; params != nil && i+1 < len(params.Content); i += 2 {
-		name, spec := params.Content[i].Value, params.Content[i+1]
+// outside a parameter's AllowedValues, AllowedPattern (matching the whole
+// value), MinValue, MaxValue or MaxLength, or a rule whose RuleCondition
+// holds and an assertion of which does not.
+func (t Template) Check(p Params) error {
+	for _, name := range slices.Sorted(maps.Keys(t.At("Parameters").(map[string]any))) {
 		v, err := t.value(name, p)
 		if err != nil {
 			return err
 		}
-		if err := allowed(spec, v); err != nil {
+		if err := t.Allowed(name, v); err != nil {
 			return fmt.Errorf("parameter %s=%q: %w", name, v, err)
 		}
 	}
-	rules := t.Section("Rules")
-	for i := 0; rules != nil && i+1 < len(rules.Content); i += 2 {
-		name, rule := rules.Content[i].Value, rules.Content[i+1]
-		if c := get(rule, "RuleCondition"); c != nil {
-			ok, err := t.truth(c, p)
+	rules, _ := t.At("Rules").(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(rules)) {
+		rule := rules[name].(map[string]any)
+		if c, ok := rule["RuleCondition"]; ok {
+			holds, err := t.truth(c, p)
 			if err != nil {
 				return fmt.Errorf("rule %s: %w", name, err)
 			}
-			if !ok {
+			if !holds {
 				continue
 			}
 		}
-		for _, a := range get(rule, "Assertions").Content {
-			ok, err := t.truth(get(a, "Assert"), p)
+		for _, a := range rule["Assertions"].([]any) {
+			a := a.(map[string]any)
+			ok, err := t.truth(a["Assert"], p)
 			if err != nil {
 				return fmt.Errorf("rule %s: %w", name, err)
 			}
 			if !ok {
-				return fmt.Errorf("rule %s: %s", name, get(a, "AssertDescription").Value)
+				return fmt.Errorf("rule %s: %s", name, a["AssertDescription"])
 			}
 		}
 	}
@@ -504,48 +392,39 @@ func (t *Template) Check(p Params) error {
 
 // Allowed reports whether the stack accepts a value of one parameter, as
 // Check does for every parameter, rules aside.
-func (t *Template) Allowed(name, value string) error {
-	spec := t.Section("Parameters", name)
-	if spec == nil {
+func (t Template) Allowed(name, v string) error {
+	spec, ok := t.At("Parameters", name).(map[string]any)
+	if !ok {
 		return fmt.Errorf("no parameter %s", name)
 	}
-	return allowed(spec, value)
-}
-
-// allowed checks a value against a parameter's constraints.
-func allowed(spec *yaml.Node, v string) error {
-	if vs := get(spec, "AllowedValues"); vs != nil && !slices.Contains(scalars(vs), v) {
-		return fmt.Errorf("not one of %v", scalars(vs))
+	if vs, ok := spec["AllowedValues"]; ok && !slices.Contains(strs(vs), v) {
+		return fmt.Errorf("not one of %v", vs)
 	}
-	if pat := get(spec, "AllowedPattern"); pat != nil {
-		re, err := regexp.Compile(`^(?:` + pat.Value + `)$`)
+	if pat, ok := spec["AllowedPattern"].(string); ok {
+		re, err := regexp.Compile(`^(?:` + pat + `)$`)
 		if err != nil {
 			return err
 		}
 		if !re.MatchString(v) {
-			return fmt.Errorf("does not match %s", pat.Value)
+			return fmt.Errorf("does not match %s", pat)
 		}
 	}
-	if m := get(spec, "MaxLength"); m != nil {
-		if n, _ := strconv.Atoi(m.Value); len(v) > n {
-			return fmt.Errorf("longer than %d", n)
-		}
+	number := func(k string) float64 { f, _ := strconv.ParseFloat(fmt.Sprint(spec[k]), 64); return f }
+	if _, ok := spec["MaxLength"]; ok && float64(len(v)) > number("MaxLength") {
+		return fmt.Errorf("longer than %v", spec["MaxLength"])
 	}
-	if get(spec, "Type").Value == "Number" {
-		x, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return fmt.Errorf("not a number")
-		}
-		if m := get(spec, "MinValue"); m != nil {
-			if lo, _ := strconv.ParseFloat(m.Value, 64); x < lo {
-				return fmt.Errorf("below %s", m.Value)
-			}
-		}
-		if m := get(spec, "MaxValue"); m != nil {
-			if hi, _ := strconv.ParseFloat(m.Value, 64); x > hi {
-				return fmt.Errorf("above %s", m.Value)
-			}
-		}
+	if spec["Type"] != "Number" {
+		return nil
+	}
+	x, err := strconv.ParseFloat(v, 64)
+	switch _, lo := spec["MinValue"]; {
+	case err != nil:
+		return fmt.Errorf("not a number")
+	case lo && x < number("MinValue"):
+		return fmt.Errorf("below %v", spec["MinValue"])
+	}
+	if _, hi := spec["MaxValue"]; hi && x > number("MaxValue") {
+		return fmt.Errorf("above %v", spec["MaxValue"])
 	}
 	return nil
 }
@@ -553,20 +432,20 @@ func allowed(spec *yaml.Node, v string) error {
 // Environment returns a function's environment variables for a
 // deployment: those of the Globals section, overridden by the function's
 // own, each resolved (see Resolve) and formatted as a string.
-func (t *Template) Environment(p Params, function string) (map[string]string, error) {
+func (t Template) Environment(p Params, function string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, n := range []*yaml.Node{
-		t.Section("Globals", "Function", "Environment", "Variables"),
-		t.Path(function, "Properties", "Environment", "Variables"),
+	for _, vars := range []any{
+		t.At("Globals", "Function", "Environment", "Variables"),
+		t.At("Resources", function, "Properties", "Environment", "Variables"),
 	} {
-		if n == nil {
+		if vars == nil {
 			continue
 		}
-		vars, err := t.Resolve(n, p)
+		r, err := t.Resolve(vars, p)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", function, err)
 		}
-		for k, v := range vars.(map[string]any) {
+		for k, v := range r.(map[string]any) {
 			out[k] = fmt.Sprint(v)
 		}
 	}
@@ -606,6 +485,6 @@ func (e *Env) Unread() []string {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

@@ -39,13 +39,15 @@ var (
 // before and after DynamoDB applied the call. The SDK retries about half
 // of the calls once and the others not at all (see variedRetryer), so
 // that faults reach idemkey's own handling as well as the SDK's retries.
-// The lease is one second, so that a key left in progress by a failed
-// release or an ambiguous claim is reclaimed within a client's budget.
+// The lease is a quarter of a second, so that a key left in progress by a
+// failed release or an ambiguous claim is reclaimed within a client's
+// budget.
 // Afterwards, without faults, every operation that got no payment is
 // retried once with its key, and the tables must hold exactly one payment
 // per operation, each pointed to by a completed key record that stores
 // the payment its client was given.
 func TestFaultsInDynamoDBCallsNeitherDuplicateNorLoseAPayment(t *testing.T) {
+	t.Parallel()
 	seed := envUint(t, chaosSeedEnv, 1)
 	nOps := int(envUint(t, chaosOpsEnv, 200))
 	rng := rand.New(rand.NewPCG(seed, 0x6368616f73))
@@ -61,6 +63,7 @@ func TestFaultsInDynamoDBCallsNeitherDuplicateNorLoseAPayment(t *testing.T) {
 
 	ep := localstack.ForTest(t)
 	cfg := newTables(t, ep.Client, "chaos")
+	cfg.Lease = 250 * time.Millisecond
 
 	sdkTransport := newTransport(t)
 	chaos := ddbtest.NewChaos(sdkTransport, seed, rates)
@@ -74,10 +77,10 @@ func TestFaultsInDynamoDBCallsNeitherDuplicateNorLoseAPayment(t *testing.T) {
 
 	clientTransport := newTransport(t)
 	var tally attempts
-	// Six attempts within two seconds: enough to outlast a stuck key's
-	// one-second lease most of the time, not always, so that both
-	// outcomes of a logical request (its payment, a RetryError) occur.
-	hc := client.New(&http.Client{Transport: clientTransport}, clientOptions(seed, 6, 2*time.Second, &tally))
+	// Six attempts within half a second: enough to outlast a stuck key's
+	// lease most of the time, not always, so that both outcomes of a
+	// logical request (its payment, a RetryError) occur.
+	hc := client.New(&http.Client{Transport: clientTransport}, clientOptions(seed, 6, 500*time.Millisecond, &tally))
 
 	ops := make([]*operation, nOps)
 	run := fmt.Sprintf("chaos-%d", seed)

@@ -28,17 +28,14 @@ import (
 // Knobs of the crash-restart test, read from the environment.
 const (
 	crashSeedEnv  = "IDEMKEY_CRASH_SEED"  // default 1
-	crashKillsEnv = "IDEMKEY_CRASH_KILLS" // default 10
+	crashKillsEnv = "IDEMKEY_CRASH_KILLS" // default 5
 )
 
-const (
-	paymentsPkg = "github.com/idemkey/idemkey/examples/payments"
-	emulatorPkg = "github.com/idemkey/idemkey/localstack/cmd/emulator"
-)
+const paymentsPkg = "github.com/idemkey/idemkey/examples/payments"
 
 // TestSIGKILLedServerUnderLoadNeitherDuplicatesNorLosesAPayment runs the
-// payments server as its own process, against the standalone emulator (or
-// AWS_ENDPOINT_URL_DYNAMODB), with a lease of one second, while clients
+// payments server as its own process, against the emulator served by the
+// test (or AWS_ENDPOINT_URL_DYNAMODB), with a lease of one second, while clients
 // drive logical operations through the retrying client. At random points
 // it kills the server with SIGKILL, so that requests die between claim and
 // commit, between commit and answer, or before the claim, and restarts it
@@ -48,31 +45,20 @@ const (
 // exactly one payment per operation, each pointed to by a completed key
 // record that stores the payment its client was given.
 func TestSIGKILLedServerUnderLoadNeitherDuplicatesNorLosesAPayment(t *testing.T) {
+	t.Parallel() // with the chaos test, while go build runs
 	seed := envUint(t, crashSeedEnv, 1)
-	kills := int(envUint(t, crashKillsEnv, 10))
+	kills := int(envUint(t, crashKillsEnv, 5))
 	rng := rand.New(rand.NewPCG(seed, 0x6372617368))
 	ctx := t.Context()
 
 	dir := t.TempDir()
-	endpoint := os.Getenv(localstack.EndpointEnv)
-	if endpoint == "" {
-		build(t, dir, paymentsPkg, emulatorPkg)
-		emulator, err := startProcess(nil, io.Discard, filepath.Join(dir, "emulator"), "-addr", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(emulator.kill)
-		endpoint = emulator.url
-		t.Setenv(localstack.EndpointEnv, endpoint)
-	} else {
-		build(t, dir, paymentsPkg)
-	}
-	ep := localstack.ForTest(t)
+	build(t, dir, paymentsPkg)
+	ep := localstack.ForTest(t) // an embedded emulator outlives every kill of the server
 	cfg := newTables(t, ep.Client, "crash")
 
 	srv := &server{
 		bin:    filepath.Join(dir, "payments"),
-		env:    []string{localstack.EndpointEnv + "=" + endpoint},
+		env:    []string{localstack.EndpointEnv + "=" + ep.URL},
 		args:   []string{"-lease", cfg.Lease.String(), "-ttl", cfg.Retention.String(), "-key-table", cfg.KeyTable, "-payment-table", cfg.PaymentTable},
 		stderr: &tail{max: 8 << 10},
 	}
@@ -145,7 +131,7 @@ func TestSIGKILLedServerUnderLoadNeitherDuplicatesNorLosesAPayment(t *testing.T)
 
 	start := time.Now()
 	for k := range kills {
-		time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		srv.kill()
 		findDeadClaims()
 		time.Sleep(time.Duration(rng.IntN(201)) * time.Millisecond)
