@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,10 +98,12 @@ func TestChaosOverGRPCNeitherDuplicatesNorLosesACompletion(t *testing.T) {
 	t.Cleanup(tr.CloseIdleConnections)
 	chaos := ddbtest.NewChaos(tr, seed, rates)
 	drop := &dropper{rng: rand.New(rand.NewPCG(seed, 1)), rate: 0.15, on: true}
+	var skew atomic.Int64 // added to the store's clock
+	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 
 	h := newHarness(t, func(s *setup) {
 		s.outer = append(s.outer, drop.intercept)
-		s.store = func(h *harness) idemkey.Store { return h.chaosStore(chaos) }
+		s.store = func(h *harness) idemkey.Store { return h.chaosStore(chaos, now) }
 	})
 	policy := `{"methodConfig":[{"name":[{"service":"idemkey.grpc.test.v1.Ledger"}],
 	  "retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.05s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
@@ -148,9 +151,10 @@ func TestChaosOverGRPCNeitherDuplicatesNorLosesACompletion(t *testing.T) {
 
 	chaos.SetEnabled(false)
 	drop.set(false)
-	// A key left in progress by a failed release holds its claim's lease:
-	// the call's remaining time plus DefaultLeaseMargin. The patient
-	// client outlasts it.
+	// A key left in progress by a failed release holds its claim's lease
+	// (the call's remaining time plus DefaultLeaseMargin, at most 10 s).
+	// The store's clock moves past it, well within the retention.
+	skew.Store(int64(time.Minute))
 	patient := dial(100, time.Second)
 	retried := 0
 	for i := range nOps {
@@ -191,7 +195,7 @@ func TestChaosOverGRPCNeitherDuplicatesNorLosesACompletion(t *testing.T) {
 
 // chaosStore is the harness's key table behind a DynamoDB client whose
 // transport is chaos, each call allowed two attempts by the SDK.
-func (h *harness) chaosStore(chaos *ddbtest.Chaos) *dynamostore.Store {
+func (h *harness) chaosStore(chaos *ddbtest.Chaos, now func() time.Time) *dynamostore.Store {
 	client := h.ep.NewClient(func(o *dynamodb.Options) {
 		o.HTTPClient = &http.Client{Transport: chaos}
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
@@ -200,7 +204,10 @@ func (h *harness) chaosStore(chaos *ddbtest.Chaos) *dynamostore.Store {
 			so.RateLimiter = ratelimit.None
 		})
 	})
-	return dynamostore.New(client, h.keys, func(o *dynamostore.Options) { o.Retention = time.Hour })
+	return dynamostore.New(client, h.keys, func(o *dynamostore.Options) {
+		o.Retention = time.Hour
+		o.Now = now
+	})
 }
 
 // effectsByKey lists the effect ids per key.

@@ -97,7 +97,7 @@ func TestDuplicateWhileInFlightIsAbortedWithRetryInfo(t *testing.T) {
 func TestConcurrentCallsExecuteOncePerKey(t *testing.T) {
 	h := newHarness(t)
 	c := h.dial("alice")
-	const workers, keys = 32, 100
+	const workers, keys = 16, 50
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*keys)
 	for w := range workers {
