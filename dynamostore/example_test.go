@@ -46,7 +46,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	fmt.Println("first claim:", first.Result == dynamostore.Acquired)
-	if _, err := store.Complete(ctx, first, dynamostore.Response{Status: 201, Body: []byte(`{"id":"pay_1"}`)}); err != nil {
+	if _, err := store.Commit(ctx, first, dynamostore.Response{Status: 201, Body: []byte(`{"id":"pay_1"}`)}, nil); err != nil {
 		log.Fatal(err)
 	}
 	again, err := store.Claim(ctx, req)
@@ -90,7 +90,7 @@ func ExampleSweeper_Resume() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		if _, err := store.Complete(ctx, c, dynamostore.Response{Status: 200}); err != nil {
+		if _, err := store.Commit(ctx, c, dynamostore.Response{Status: 200}, nil); err != nil {
 			log.Fatal(err)
 		}
 	}

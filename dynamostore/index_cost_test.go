@@ -85,7 +85,7 @@ func TestExpiryIndexCostsOneWriteForTheClaimNoneForTheCommitAndOneForTheEviction
 	require.NoError(t, err)
 	units("claim", 1)
 	e.clock.Advance(10 * time.Second)
-	_, err = store.Complete(ctx, c, created)
+	_, err = store.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 	units("commit within the lock", 0)
 
@@ -106,7 +106,7 @@ func TestExpiryIndexCostsOneWriteForTheClaimNoneForTheCommitAndOneForTheEviction
 	late, err := store.Claim(ctx, request("k4", "a"))
 	require.NoError(t, err)
 	e.clock.Advance(dynamostore.DefaultLease + time.Second)
-	_, err = store.Complete(ctx, late, created)
+	_, err = store.Commit(ctx, late, created, nil)
 	require.NoError(t, err)
 	units("commit after the lock expired", 2)
 
@@ -142,7 +142,7 @@ func TestCommitWithinTheLockKeepsTheClaimsExpAndALateCommitMovesIt(t *testing.T)
 	assert.Equal(t, want.Unix(), c.Record.Expires.Unix(), "the lock's end plus the retention, rounded up")
 
 	e.clock.Advance(4 * time.Minute) // within the lock
-	done, err := store.Complete(ctx, c, created)
+	done, err := store.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 	assert.Equal(t, want.Unix(), done.Expires.Unix(), "the commit keeps exp")
 	assert.False(t, done.Expires.Before(e.clock.Now().Add(dynamostore.DefaultRetention)), "at least the retention after completion")
@@ -154,7 +154,7 @@ func TestCommitWithinTheLockKeepsTheClaimsExpAndALateCommitMovesIt(t *testing.T)
 	require.NoError(t, err)
 	e.clock.Advance(dynamostore.DefaultLease + time.Minute) // the lock expired; nobody reclaimed
 	at := e.clock.Now()
-	done, err = store.Complete(ctx, late, created)
+	done, err = store.Commit(ctx, late, created, nil)
 	require.NoError(t, err)
 	assert.Equal(t, at.Add(dynamostore.DefaultRetention).Unix(), done.Expires.Unix(), "the completion plus the retention")
 }

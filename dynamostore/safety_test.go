@@ -282,7 +282,7 @@ func TestBodyThatInflatesPastTheDecoderLimitIsStoredAsOmitted(t *testing.T) {
 	body := bytes.Repeat([]byte{'a'}, 64<<20+1) // compresses to well under 400 KB
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	done, err := s.Complete(ctx, c, dynamostore.Response{Status: 200, Header: http.Header{"Location": {"/x"}}, Body: body})
+	done, err := s.Commit(ctx, c, dynamostore.Response{Status: 200, Header: http.Header{"Location": {"/x"}}, Body: body}, nil)
 	require.NoError(t, err)
 	assert.Zero(t, len(done.Response.Body), "not stored")
 	assert.Equal(t, len(body), done.Response.BodyOmitted)
@@ -314,7 +314,7 @@ func TestOversizedMethodOrPathIsRefusedWithoutCalls(t *testing.T) {
 		Path: "/" + strings.Repeat("p", dynamostore.MaxPathBytes-1), Fingerprint: fp("a")}
 	c, err := s.Claim(ctx, limit)
 	require.NoError(t, err, "the limits themselves are accepted")
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 }
 

@@ -61,8 +61,8 @@ func TestDefaultSchemaRecordFormat(t *testing.T) {
 		assert.Equal(t, inProgress, rawRecord(t, e.ep.Client, e.table, key), "indexed=%v", indexed)
 
 		e.clock.Advance(1500 * time.Millisecond)
-		_, err = st.Complete(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{
-			"Content-Type": {"application/json"}, "Location": {"/p/1"}}, Body: []byte(`{"id":"p1"}`)})
+		_, err = st.Commit(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{
+			"Content-Type": {"application/json"}, "Location": {"/p/1"}}, Body: []byte(`{"id":"p1"}`)}, nil)
 		require.NoError(t, err)
 		completed := map[string]types.AttributeValue{}
 		for k, v := range inProgress {
@@ -91,7 +91,7 @@ func TestRecordKeepsEveryMethodAndOmitsOnlyPOST(t *testing.T) {
 		req.Method = method
 		c, err := st.Claim(ctx, req)
 		require.NoError(t, err)
-		_, err = st.Complete(ctx, c, created)
+		_, err = st.Commit(ctx, c, created, nil)
 		require.NoError(t, err)
 		rec, err := st.Get(ctx, req.Scope, key)
 		require.NoError(t, err)

@@ -201,7 +201,7 @@ func TestSharedTableStoresWithDifferentPrefixesNeverSeeEachOthersKeys(t *testing
 
 	ca, err := a.Claim(ctx, request("k", "a"))
 	require.NoError(t, err)
-	_, err = a.Complete(ctx, ca, created)
+	_, err = a.Commit(ctx, ca, created, nil)
 	require.NoError(t, err)
 
 	cb, err := b.Claim(ctx, request("k", "other body"))
@@ -246,7 +246,7 @@ func testSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment(t *testing.T,
 	for _, k := range []string{"old-1", "old-2"} {
 		c, err := st.Claim(ctx, request(k, k))
 		require.NoError(t, err)
-		_, err = st.Complete(ctx, c, created)
+		_, err = st.Commit(ctx, c, created, nil)
 		require.NoError(t, err)
 	}
 	e.clock.Advance(2 * time.Hour)
@@ -254,7 +254,7 @@ func testSharedTableSweeperEvictsKeyRecordsAndNeverTouchesAPayment(t *testing.T,
 	require.NoError(t, err)
 	live, err := st.Claim(ctx, request("live", "l"))
 	require.NoError(t, err)
-	_, err = st.Complete(ctx, live, created)
+	_, err = st.Commit(ctx, live, created, nil)
 	require.NoError(t, err)
 	e.clock.Advance(2 * time.Minute) // the stuck claim's lock expires
 
@@ -331,7 +331,7 @@ func testSharedTableSweepDeleteIsConditionedOnTheMarkerSoAnItemReplacedSinceTheS
 	st := e.store(func(o *dynamostore.Options) { o.Retention, o.Lease = time.Hour, time.Minute })
 	c, err := st.Claim(ctx, request("k", "a"))
 	require.NoError(t, err)
-	_, err = st.Complete(ctx, c, created)
+	_, err = st.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 	e.clock.Advance(2 * time.Hour)
 

@@ -492,11 +492,6 @@ func fenceValues(c *Claim) map[string]types.AttributeValue {
 	}
 }
 
-// Complete stores resp as the claim's result: Commit without effects.
-func (s *Store) Complete(ctx context.Context, c *Claim, resp Response) (*Record, error) {
-	return s.Commit(ctx, c, resp, nil)
-}
-
 // Commit completes the claim's record with resp and writes the staged
 // effects of tx (which may be nil or empty) atomically: one
 // TransactWriteItems with the key record first, or one PutItem when there

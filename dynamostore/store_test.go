@@ -117,7 +117,7 @@ func TestReplayAfterCompleteCostsOneCallWhenItemReturned(t *testing.T) {
 	ctx := context.Background()
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 
 	e.calls.Reset()
@@ -136,7 +136,7 @@ func TestReplayFallsBackToConsistentGetWhenNoItemReturned(t *testing.T) {
 	ctx := context.Background()
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 
 	e.calls.Reset()
@@ -171,7 +171,7 @@ func TestDifferentFingerprintIsMismatchInFlightOrCompleted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.Mismatch, other.Result, "while in flight")
 
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 	other, err = s.Claim(ctx, request("k1", "b"))
 	require.NoError(t, err)
@@ -184,7 +184,7 @@ func TestExpiredRecordIsAbsentBeforeTTLDeletesIt(t *testing.T) {
 	ctx := context.Background()
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 
 	e.clock.Advance(dynamostore.DefaultLease + time.Hour) // exactly at exp (the lock's end plus the retention): still live
@@ -221,7 +221,7 @@ func TestStuckLockIsReclaimedAfterTheLeaseAndNotBefore(t *testing.T) {
 	assert.NotEqual(t, dead.Record.LockToken, c.Record.LockToken)
 
 	// The dead owner comes back: every write of its is fenced off.
-	_, err = s.Complete(ctx, dead, created)
+	_, err = s.Commit(ctx, dead, created, nil)
 	assert.ErrorIs(t, err, dynamostore.ErrLockLost)
 	assert.ErrorIs(t, s.Release(ctx, dead), dynamostore.ErrLockLost)
 	tx := txn.New()
@@ -255,7 +255,7 @@ func TestScopesNeverCollideNorReplayAcrossEachOther(t *testing.T) {
 	b.Scope = "tenant-b"
 	ca, err := s.Claim(ctx, a)
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, ca, created)
+	_, err = s.Commit(ctx, ca, created, nil)
 	require.NoError(t, err)
 
 	cb, err := s.Claim(ctx, b)
@@ -415,7 +415,7 @@ func TestReleaseFreesTheKeyForARetry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dynamostore.Acquired, again.Result)
 	// A release after completion is refused and changes nothing.
-	_, err = s.Complete(ctx, again, created)
+	_, err = s.Commit(ctx, again, created, nil)
 	require.NoError(t, err)
 	assert.ErrorIs(t, s.Release(ctx, again), dynamostore.ErrLockLost)
 	rec, err := s.Get(ctx, "tenant-a", "k1")
@@ -453,7 +453,7 @@ func TestLargeBodiesAreCompressedOrOmittedNeverLost(t *testing.T) {
 	compressible := bytes.Repeat([]byte(`{"line":"the same text again"}`), 20_000) // ~600 KB
 	c, err := s.Claim(ctx, request("big", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, dynamostore.Response{Status: 200, Body: compressible})
+	_, err = s.Commit(ctx, c, dynamostore.Response{Status: 200, Body: compressible}, nil)
 	require.NoError(t, err)
 	rec, err := s.Get(ctx, "tenant-a", "big")
 	require.NoError(t, err)
@@ -464,7 +464,7 @@ func TestLargeBodiesAreCompressedOrOmittedNeverLost(t *testing.T) {
 	_, _ = rand.Read(random)
 	c, err = s.Claim(ctx, request("huge", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{"Location": {"/x"}}, Body: random})
+	_, err = s.Commit(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{"Location": {"/x"}}, Body: random}, nil)
 	require.NoError(t, err, "a body too large to store still completes the key")
 	rec, err = s.Get(ctx, "tenant-a", "huge")
 	require.NoError(t, err)
@@ -482,7 +482,7 @@ func TestUnstoredHeadersAreDropped(t *testing.T) {
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
 	h := http.Header{"Set-Cookie": {"s=1"}, "Date": {"x"}, "Connection": {"close"}, "Content-Length": {"3"}, "X-Request-Id": {"r1"}}
-	_, err = s.Complete(ctx, c, dynamostore.Response{Status: 200, Header: h, Body: []byte("abc")})
+	_, err = s.Commit(ctx, c, dynamostore.Response{Status: 200, Header: h, Body: []byte("abc")}, nil)
 	require.NoError(t, err)
 	rec, err := s.Get(ctx, "tenant-a", "k1")
 	require.NoError(t, err)

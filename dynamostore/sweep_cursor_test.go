@@ -300,7 +300,7 @@ func regionalTable(t *testing.T, regions ...string) (*localstack.Endpoint, strin
 			key := fmt.Sprintf("%s-%d", region, i)
 			c, err := s.Claim(ctx, Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: make([]byte, 32)})
 			require.NoError(t, err)
-			_, err = s.Complete(ctx, c, Response{Status: 201})
+			_, err = s.Commit(ctx, c, Response{Status: 201}, nil)
 			require.NoError(t, err)
 		}
 	}

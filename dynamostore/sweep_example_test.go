@@ -42,7 +42,7 @@ func ExampleSweeper() {
 		return c
 	}
 	done := claim("order-1")
-	if _, err := store.Complete(ctx, done, dynamostore.Response{Status: 201}); err != nil {
+	if _, err := store.Commit(ctx, done, dynamostore.Response{Status: 201}, nil); err != nil {
 		log.Fatal(err)
 	}
 	claim("order-2")                           // its process died: in progress forever
@@ -99,7 +99,7 @@ func ExampleEnsureExpiryIndex() {
 		return c
 	}
 	complete := func(c *dynamostore.Claim) {
-		if _, err := store.Complete(ctx, c, dynamostore.Response{Status: 201}); err != nil {
+		if _, err := store.Commit(ctx, c, dynamostore.Response{Status: 201}, nil); err != nil {
 			log.Fatal(err)
 		}
 	}

@@ -245,7 +245,7 @@ func testSweepNeverDeletesALiveOrReclaimedRecordUnderConcurrentClaims(t *testing
 			for i := w; i < len(keys); i += claimers {
 				c, err := store.Claim(ctx, dynamostore.Request{Scope: seedScope, Key: keys[i], Method: "POST", Path: "/payments", Fingerprint: fp("again " + keys[i])})
 				if err == nil && c.Result == dynamostore.Acquired && i%2 == 0 {
-					_, err = store.Complete(ctx, c, dynamostore.Response{Status: 201})
+					_, err = store.Commit(ctx, c, dynamostore.Response{Status: 201}, nil)
 				}
 				claims[i], errs[i] = c, err
 			}

@@ -52,7 +52,7 @@ func TestReleaseKeyRefusesAHeldLockUnlessForced(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Get(ctx, "tenant-a", "k1")
 	require.ErrorIs(t, err, dynamostore.ErrNotFound)
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.ErrorIs(t, err, dynamostore.ErrLockLost, "the released request can no longer commit")
 }
 
@@ -62,7 +62,7 @@ func TestReleaseKeyRefusesACompletedKeyUnlessForcedToDuplicate(t *testing.T) {
 	s := e.store(nil)
 	c, err := s.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	_, err = s.Complete(ctx, c, created)
+	_, err = s.Commit(ctx, c, created, nil)
 	require.NoError(t, err)
 
 	rec, err := s.ReleaseKey(ctx, "tenant-a", "k1", forceInProgress)
@@ -116,7 +116,7 @@ func TestReleaseKeyLeavesARecordThatChangedAfterItsRead(t *testing.T) {
 	e.clock.Advance(dynamostore.DefaultLease + time.Millisecond) // stuck, but its owner is only slow
 
 	var completeErr error
-	client := &completeFirst{Client: e.client, complete: func() { _, completeErr = owner.Complete(ctx, c, created) }}
+	client := &completeFirst{Client: e.client, complete: func() { _, completeErr = owner.Commit(ctx, c, created, nil) }}
 	_, err = e.store(client).ReleaseKey(ctx, "tenant-a", "k1")
 	require.ErrorIs(t, err, dynamostore.ErrLockLost)
 	require.NoError(t, completeErr)

@@ -139,7 +139,7 @@ func testRecordClaimedAgainBetweenScanAndDeleteSurvives(t *testing.T, e *env) {
 	assert.Equal(t, newClaim.Record.LockToken, rec.LockToken)
 	assert.Equal(t, dynamostore.StateInProgress, rec.State)
 	assert.True(t, rec.MatchesFingerprint(fp("a new request")))
-	_, err = store.Complete(ctx, newClaim, dynamostore.Response{Status: 201})
+	_, err = store.Commit(ctx, newClaim, dynamostore.Response{Status: 201}, nil)
 	require.NoError(t, err, "the new claim still owns its key")
 }
 
@@ -166,7 +166,7 @@ func testStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T, e *env) {
 	hook := &deleteHook{SweepClient: e.client, before: func(pk string) {
 		if pk == target {
 			once.Do(func() {
-				_, completeErr = store.Complete(ctx, owner, dynamostore.Response{Status: 201, Body: []byte("late")})
+				_, completeErr = store.Commit(ctx, owner, dynamostore.Response{Status: 201, Body: []byte("late")}, nil)
 			})
 		}
 	}}
@@ -179,7 +179,7 @@ func testStuckRecordCompletedBeforeItsReclaimSurvives(t *testing.T, e *env) {
 		assert.Zero(t, r.Reclaimed)
 		assert.Equal(t, sortedUnion(truth.byKind[liveCompleted], truth.byKind[liveInProgress], truth.byKind[stuck]),
 			tableKeys(t, e.ep.Client, e.table))
-		_, completeErr = store.Complete(ctx, owner, dynamostore.Response{Status: 201, Body: []byte("late")})
+		_, completeErr = store.Commit(ctx, owner, dynamostore.Response{Status: 201, Body: []byte("late")}, nil)
 	} else {
 		assert.Equal(t, int64(1), r.Skipped)
 		assert.Equal(t, truth.count(stuck)-1, r.Reclaimed)

@@ -35,7 +35,7 @@ func commitKeys(t *testing.T, store *dynamostore.Store, keys ...string) {
 	for _, key := range keys {
 		c, err := store.Claim(context.Background(), request(key, key))
 		require.NoError(t, err)
-		_, err = store.Complete(context.Background(), c, created)
+		_, err = store.Commit(context.Background(), c, created, nil)
 		require.NoError(t, err)
 	}
 }

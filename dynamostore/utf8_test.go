@@ -68,7 +68,7 @@ func TestHeaderNameThatIsNotUTF8IsNotStored(t *testing.T) {
 	c, err := st.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
 	resp := dynamostore.Response{Status: 201, Header: http.Header{"X-A\xff": {"one"}, "X-A\xfe": {"two"}, "X-B": {"b"}}, Body: []byte("ok")}
-	done, err := st.Complete(ctx, c, resp)
+	done, err := st.Commit(ctx, c, resp, nil)
 	require.NoError(t, err)
 	got, err := st.Get(ctx, "tenant-a", "k1")
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestStagedWritesOfKeyRecordsAreRefused(t *testing.T) {
 	ctx := context.Background()
 	c1, err := st.Claim(ctx, request("k1", "a"))
 	require.NoError(t, err)
-	_, err = st.Complete(ctx, c1, created)
+	_, err = st.Commit(ctx, c1, created, nil)
 	require.NoError(t, err)
 	k1 := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keyschema.PartitionKey("tenant-a", "k1")}}
 	arn := "arn:aws:dynamodb:us-east-1:123456789012:table/" + e.table

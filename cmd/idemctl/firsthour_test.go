@@ -183,7 +183,7 @@ func claimScoped(t *testing.T, ep *localstack.Endpoint, table, scope, key string
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: scope, Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
 	require.NoError(t, err)
 	if complete {
-		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+		_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201}, nil)
 		require.NoError(t, err)
 	}
 }

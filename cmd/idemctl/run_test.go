@@ -109,8 +109,8 @@ func claim(t *testing.T, ep *localstack.Endpoint, table, key string, at time.Tim
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
 	require.NoError(t, err)
 	if complete {
-		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201,
-			Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/p1"}}, Body: []byte(`{"id":"p1"}`)})
+		_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201,
+			Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/p1"}}, Body: []byte(`{"id":"p1"}`)}, nil)
 		require.NoError(t, err)
 	}
 }
@@ -376,7 +376,7 @@ func claimIn(t *testing.T, ep *localstack.Endpoint, table, region, key string) {
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant-a", Key: key, Method: "POST", Path: "/payments", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+	_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201}, nil)
 	require.NoError(t, err)
 }
 

@@ -47,7 +47,7 @@ func TestIdemctlWorksOnASingleTableWithItsSchemaFlags(t *testing.T) {
 		c, err := st.Claim(ctx, dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
 		require.NoError(t, err)
 		if key == "k1" {
-			_, err = st.Complete(ctx, c, dynamostore.Response{Status: 201})
+			_, err = st.Commit(ctx, c, dynamostore.Response{Status: 201}, nil)
 			require.NoError(t, err)
 		}
 	}

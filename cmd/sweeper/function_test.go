@@ -69,7 +69,7 @@ func (fx *fixture) claim(t *testing.T, key string, at time.Time, lease, retentio
 	require.NoError(t, err)
 	require.Equal(t, dynamostore.Acquired, c.Result)
 	if complete {
-		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+		_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201}, nil)
 		require.NoError(t, err)
 	}
 }
@@ -340,7 +340,7 @@ func (fx *fixture) claimIn(t *testing.T, region, key string) {
 	sum := sha256.Sum256([]byte(key))
 	c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "tenant", Key: key, Method: "POST", Path: "/p", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+	_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201}, nil)
 	require.NoError(t, err)
 }
 

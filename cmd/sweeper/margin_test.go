@@ -49,7 +49,7 @@ func TestTheTemplatesMarginCoversAPageOfSlowDeletes(t *testing.T) {
 	for i := range 4000 {
 		c, err := s.Claim(context.Background(), dynamostore.Request{Scope: "t", Key: "k" + strconv.Itoa(i), Method: "POST", Path: "/p", Fingerprint: []byte("0123456789abcdef0123456789abcdef")})
 		require.NoError(t, err)
-		_, err = s.Complete(context.Background(), c, dynamostore.Response{Status: 201})
+		_, err = s.Commit(context.Background(), c, dynamostore.Response{Status: 201}, nil)
 		require.NoError(t, err)
 	}
 	client := &slowCalls{SweepClient: fx.ep.Client, clock: fx.clock, scan: 200 * time.Millisecond, delete: 50 * time.Millisecond}

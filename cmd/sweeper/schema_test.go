@@ -42,7 +42,7 @@ func TestFunctionSweepsTheKeyRecordsOfASharedTableAndNoOtherItem(t *testing.T) {
 	sum := sha256.Sum256([]byte("body"))
 	c, err := store.Claim(ctx, dynamostore.Request{Scope: "t", Key: "k", Method: "POST", Path: "/p", Fingerprint: sum[:]})
 	require.NoError(t, err)
-	_, err = store.Complete(ctx, c, dynamostore.Response{Status: 201})
+	_, err = store.Commit(ctx, c, dynamostore.Response{Status: 201}, nil)
 	require.NoError(t, err)
 	past := strconv.FormatInt(clock.Now().Add(-time.Hour).Unix(), 10)
 	_, err = ep.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{

@@ -20,7 +20,7 @@ const maxLease = time.Hour
 
 // bodyRule returns the lifecycle rule of the bodies bucket for params
 // (nil when the bucket is not created).
-func bodyRule(t *testing.T, tpl *Template, params Params) map[string]any {
+func bodyRule(t *testing.T, tpl Template, params Params) map[string]any {
 	t.Helper()
 	rules, err := tpl.Property(params, "BodyBucket", "Properties", "LifecycleConfiguration", "Rules")
 	require.NoError(t, err)

@@ -85,8 +85,8 @@ func writeFixture(t *testing.T, ep *localstack.Endpoint, mode dynamostore.SweepM
 		c, err := store.Claim(ctx, req)
 		require.NoError(t, err)
 		if complete {
-			_, err = store.Complete(ctx, c, dynamostore.Response{Status: 201,
-				Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/pay_01J9Z3K4M5N6P7Q8R9S0T1V2W3"}}, Body: body})
+			_, err = store.Commit(ctx, c, dynamostore.Response{Status: 201,
+				Header: http.Header{"Content-Type": {"application/json"}, "Location": {"/payments/pay_01J9Z3K4M5N6P7Q8R9S0T1V2W3"}}, Body: body}, nil)
 			require.NoError(t, err)
 		}
 	}
@@ -290,7 +290,7 @@ func requestWriteCosts(t *testing.T, ep *localstack.Endpoint) []requestCost {
 	c, err := store.Claim(ctx, req)
 	require.NoError(t, err)
 	take("claim")
-	_, err = store.Complete(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"pay_1","amount":1250}`)})
+	_, err = store.Commit(ctx, c, dynamostore.Response{Status: 201, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"pay_1","amount":1250}`)}, nil)
 	require.NoError(t, err)
 	take("commit")
 	req.Key = "released"
