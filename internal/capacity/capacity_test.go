@@ -17,7 +17,6 @@ import (
 	"github.com/idemkey/idemkey"
 	"github.com/idemkey/idemkey/dynamostore"
 	"github.com/idemkey/idemkey/handler"
-	"github.com/idemkey/idemkey/internal/capacity"
 	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
@@ -46,20 +45,20 @@ func TestItemSizeFollowsDocumentedRules(t *testing.T) {
 		{"empty map", map[string]types.AttributeValue{"m": &types.AttributeValueMemberM{}}, 1 + 3},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, capacity.ItemSize(c.item), c.name)
+		assert.Equal(t, c.want, ItemSize(c.item), c.name)
 	}
-	assert.Equal(t, 1.0, capacity.WriteUnits(0), "at least one unit")
-	assert.Equal(t, 1.0, capacity.WriteUnits(1024))
-	assert.Equal(t, 2.0, capacity.WriteUnits(1025), "every KB above the first costs a unit")
-	assert.Equal(t, 1.0, capacity.ReadUnits(4096, true))
-	assert.Equal(t, 2.0, capacity.ReadUnits(4097, true))
-	assert.Equal(t, 0.5, capacity.ReadUnits(100, false), "eventually consistent: half")
+	assert.Equal(t, 1.0, WriteUnits(0), "at least one unit")
+	assert.Equal(t, 1.0, WriteUnits(1024))
+	assert.Equal(t, 2.0, WriteUnits(1025), "every KB above the first costs a unit")
+	assert.Equal(t, 1.0, ReadUnits(4096, true))
+	assert.Equal(t, 2.0, ReadUnits(4097, true))
+	assert.Equal(t, 0.5, ReadUnits(100, false), "eventually consistent: half")
 }
 
 // scenario is one guarded handler over a metered client.
 type scenario struct {
 	t        *testing.T
-	meter    *capacity.Meter
+	meter    *Meter
 	guarded  map[idemkey.Mode]http.Handler
 	payments string
 	effects  int
@@ -72,7 +71,7 @@ const paymentBody = `{"amount":1250,"currency":"EUR"}`
 
 func newScenario(t *testing.T, ep *localstack.Endpoint, keys, payments string, unbundled bool) *scenario {
 	sc := &scenario{t: t, payments: payments, status: http.StatusCreated, guarded: map[idemkey.Mode]http.Handler{}}
-	sc.meter = capacity.NewMeter(map[string][]string{keys: {dynamostore.PartitionKey}, payments: {"id"}})
+	sc.meter = NewMeter(map[string][]string{keys: {dynamostore.PartitionKey}, payments: {"id"}})
 	sc.meter.Unbundled = unbundled
 	store := dynamostore.New(ep.NewClient(sc.meter.Install), keys)
 	for _, mode := range []idemkey.Mode{idemkey.ClaimFirst, idemkey.OneTrip} {
@@ -115,7 +114,7 @@ func (sc *scenario) post(mode idemkey.Mode, key, body string) int {
 
 // measure returns the units of send's calls (and what the backend
 // reported for them).
-func (sc *scenario) measure(send func()) (computed, reported capacity.Units) {
+func (sc *scenario) measure(send func()) (computed, reported Units) {
 	sc.t.Helper()
 	_, _, _ = sc.meter.Take()
 	send()
@@ -126,9 +125,9 @@ func (sc *scenario) measure(send func()) (computed, reported capacity.Units) {
 
 // outcomes measures every outcome of mode (one_trip's in_flight meets a
 // ClaimFirst request holding the key). Keys are prefixed with prefix.
-func (sc *scenario) outcomes(mode idemkey.Mode, prefix string) (map[string]capacity.Units, map[string]capacity.Units) {
+func (sc *scenario) outcomes(mode idemkey.Mode, prefix string) (map[string]Units, map[string]Units) {
 	t := sc.t
-	got, rep := map[string]capacity.Units{}, map[string]capacity.Units{}
+	got, rep := map[string]Units{}, map[string]Units{}
 	record := func(outcome string, wantStatus int, send func() int) {
 		t.Helper()
 		got[outcome], rep[outcome] = sc.measure(func() { require.Equal(t, wantStatus, send(), outcome) })
@@ -171,7 +170,7 @@ func TestCapacityPerOutcome(t *testing.T) {
 	ddbtest.DeleteOnCleanup(t, ep.Client, keys)
 	ddbtest.CreateTable(t, ep.Client, payments, "id")
 
-	want := map[string]map[string]capacity.Units{
+	want := map[string]map[string]Units{
 		"claim_first": {
 			"first_0": {WCU: 2}, "first_1": {WCU: 1 + 2*2}, "first_5": {WCU: 1 + 2*6},
 			"replay": {WCU: 1}, "in_flight": {WCU: 1}, "mismatch": {WCU: 1}, "release": {WCU: 2},
@@ -228,8 +227,8 @@ func TestCapacityPerOutcome(t *testing.T) {
 		"data":                   s(`{"statusCode":201,"headers":{"Content-Type":"application/json","Location":"/payments/pay_claim_first-first-1"},"body":"{\"id\":\"pay_claim_first-first-1\",\"amount\":1250,\"currency\":\"EUR\"}"}`),
 		"validation":             s(strings.Repeat("0", 32)),
 	}
-	fmt.Printf("record_size ours=%d powertools=%d\n", capacity.ItemSize(out.Item), capacity.ItemSize(powertools))
+	fmt.Printf("record_size ours=%d powertools=%d\n", ItemSize(out.Item), ItemSize(powertools))
 	for name, v := range out.Item {
-		t.Logf("attribute %s: %d bytes", name, len(name)+capacity.ItemSize(map[string]types.AttributeValue{"": v}))
+		t.Logf("attribute %s: %d bytes", name, len(name)+ItemSize(map[string]types.AttributeValue{"": v}))
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/dynamostore"
-	"github.com/idemkey/idemkey/internal/capacity"
 	"github.com/idemkey/idemkey/internal/ddbtest"
 	"github.com/idemkey/idemkey/internal/keyschema"
 	"github.com/idemkey/idemkey/localstack"
@@ -38,7 +37,7 @@ type recordSizes struct {
 func measureRecord(t *testing.T, ep *localstack.Endpoint, keys, payments string, bodyBytes int) recordSizes {
 	t.Helper()
 	ctx := context.Background()
-	meter := capacity.NewMeter(map[string][]string{keys: {dynamostore.PartitionKey}, payments: {"id"}})
+	meter := NewMeter(map[string][]string{keys: {dynamostore.PartitionKey}, payments: {"id"}})
 	store := dynamostore.New(ep.NewClient(meter.Install), keys)
 	key := fmt.Sprintf("order-%010d", bodyBytes)
 	require.Len(t, key, 16)
@@ -54,7 +53,7 @@ func measureRecord(t *testing.T, ep *localstack.Endpoint, keys, payments string,
 		return out.Item
 	}
 	var r recordSizes
-	r.inProgress = capacity.ItemSize(raw())
+	r.inProgress = ItemSize(raw())
 
 	payment := map[string]types.AttributeValue{"id": s("pay_" + key), "amount": n("1250"), "currency": s("EUR")}
 	tx := txn.New()
@@ -67,13 +66,13 @@ func measureRecord(t *testing.T, ep *localstack.Endpoint, keys, payments string,
 	computed, _, err := meter.Take()
 	require.NoError(t, err)
 	completed := raw()
-	r.completed = capacity.ItemSize(completed)
+	r.completed = ItemSize(completed)
 	// A transaction writes each item twice; the payment's share is its own.
-	r.commitWCU = computed.WCU - 2*capacity.WriteUnits(capacity.ItemSize(payment))
-	assert.Equal(t, 2*capacity.WriteUnits(max(r.inProgress, r.completed)), r.commitWCU,
+	r.commitWCU = computed.WCU - 2*WriteUnits(ItemSize(payment))
+	assert.Equal(t, 2*WriteUnits(max(r.inProgress, r.completed)), r.commitWCU,
 		"the record's units: twice those of the larger of its two versions")
 	for name, v := range completed {
-		t.Logf("body=%d completed attribute %s: %d bytes", bodyBytes, name, capacity.ItemSize(map[string]types.AttributeValue{name: v}))
+		t.Logf("body=%d completed attribute %s: %d bytes", bodyBytes, name, ItemSize(map[string]types.AttributeValue{name: v}))
 	}
 	return r
 }
@@ -114,7 +113,7 @@ func TestRecordBytesStayWithinPowertools(t *testing.T) {
 	for _, size := range []int{600, 900} {
 		r := measureRecord(t, ep, keys, payments, size)
 		pt := powertoolsCompleted200 - 200 + size
-		ptUnits := capacity.WriteUnits(pt)
+		ptUnits := WriteUnits(pt)
 		assert.Equal(t, 2*ptUnits, r.commitWCU, "response=%d: the record takes as many KB as Powertools' (%d bytes), twice in the transaction", size, pt)
 		lines = append(lines, fmt.Sprintf("record wcu_commit response=%d wcu=%g powertools_units=%g", size, r.commitWCU, ptUnits))
 	}

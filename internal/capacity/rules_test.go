@@ -1,4 +1,4 @@
-// Package capacity computes the DynamoDB capacity units that calls consume,
+// Package capacity (test code only) computes the DynamoDB capacity units that calls consume,
 // from the exact requests, by DynamoDB's documented rules. It is a
 // measuring instrument for benchmarks and tests (scripts/bench.sh), not a
 // bill: it knows the rules for the operations idemkey sends (PutItem,
@@ -26,7 +26,7 @@
 //     twice the units of its actions as separate writes. What a cancelled
 //     transaction consumes is not documented; Meter charges its prepare
 //     phase: the units of its actions as separate writes, once.
-package capacity
+package capacity_test
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package capacity
+package capacity_test
 
 import (
 	"context"
