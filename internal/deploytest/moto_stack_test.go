@@ -107,9 +107,10 @@ func TestStackFunctionsGetTheirEnvironmentTimeoutAndLogGroup(t *testing.T) {
 			want := map[string]map[string]string{
 				"PaymentsFunction": {"KEY_TABLE": s.Resources["KeyTable"], "PAYMENT_TABLE": s.Resources["PaymentsTable"],
 					"RETENTION": "24h", "LEASE": "", "WRITER_REGION": params["WriterRegion"],
-					"EXPIRY_INDEX": strconv.FormatBool(params["SweepMode"] == "index")},
+					"EXPIRY_INDEX": strconv.FormatBool(params["SweepMode"] == "index"),
+					"BODY_BUCKET":  "", "BODY_KMS_KEY": ""}, // LargeResponseBodies off
 				"SweeperFunction": {"KEY_TABLE": s.Resources["KeyTable"], "SEGMENTS": "4", "MARGIN": "30s",
-					"WRITER_REGION": params["WriterRegion"], "SWEEP_MODE": mode},
+					"WRITER_REGION": params["WriterRegion"], "SWEEP_MODE": mode, "BODY_BUCKET": ""},
 			}
 			timeouts := map[string]int32{"PaymentsFunction": 29, "SweeperFunction": 120}
 			groups := map[string]string{"PaymentsFunction": "PaymentsLogGroup", "SweeperFunction": "SweeperLogGroup"}
