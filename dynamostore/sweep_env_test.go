@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkey/idemkey/dynamostore"
@@ -182,27 +180,21 @@ func (c *scanClock) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...
 type deleteHook struct {
 	dynamostore.SweepClient
 	before func(pk string)
-	// sent, when set, counts the attempts the SDK makes of each delete
-	// (more than one after a timeout or a dropped connection).
-	sent func(pk string) *atomic.Int32
+	// sent, when set, gets the number of attempts the SDK made of each
+	// delete (more than one after a timeout or a dropped connection).
+	sent func(pk string, attempts int)
 }
 
 func (c *deleteHook) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	pk := in.Key["pk"].(*types.AttributeValueMemberS).Value
 	c.before(pk)
-	if c.sent != nil {
-		n := c.sent(pk)
-		optFns = append(optFns, func(o *dynamodb.Options) {
-			o.APIOptions = append(o.APIOptions, func(s *middleware.Stack) error {
-				return s.Finalize.Add(middleware.FinalizeMiddlewareFunc("test.CountAttempts",
-					func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-						n.Add(1)
-						return next.HandleFinalize(ctx, in)
-					}), middleware.After)
-			})
-		})
+	if c.sent == nil {
+		return c.SweepClient.DeleteItem(ctx, in, optFns...)
 	}
-	return c.SweepClient.DeleteItem(ctx, in, optFns...)
+	var n int
+	out, err := c.SweepClient.DeleteItem(ctx, in, append(optFns, dynamostore.CountAttempts(&n))...)
+	c.sent(pk, n)
+	return out, err
 }
 
 // noKeysIn fails t if a seeded key or scope appears in out: every seeded

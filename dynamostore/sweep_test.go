@@ -748,7 +748,7 @@ func testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T, e *
 	truth := seed(t, e.ep.Client, e.table, e.clock.Now(), 400)
 	target := truth.byKind[expired][5]
 	var once sync.Once
-	var targetSent, otherSent atomic.Int32
+	var targetSent atomic.Int32
 	hook := &deleteHook{SweepClient: e.client, before: func(pk string) {
 		if pk == target {
 			once.Do(func() {
@@ -757,11 +757,10 @@ func testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T, e *
 				require.NoError(t, err)
 			})
 		}
-	}, sent: func(pk string) *atomic.Int32 {
+	}, sent: func(pk string, attempts int) {
 		if pk == target {
-			return &targetSent
+			targetSent.Store(int32(attempts))
 		}
-		return &otherSent
 	}}
 	r, err := e.sweeper(hook).Sweep(ctx, "")
 	require.NoError(t, err)
@@ -773,6 +772,7 @@ func testARecordDeletedByAnotherBeforeTheSweepsDeleteIsSkipped(t *testing.T, e *
 		assert.Equal(t, int64(0), r.Skipped)
 		assert.Equal(t, truth.count(expired), r.Evicted)
 	} else {
+		require.Equal(t, int32(1), targetSent.Load(), "the target's delete was sent")
 		assert.Equal(t, int64(1), r.Skipped, "a delete sent once that finds its record gone did not delete it")
 		assert.Equal(t, truth.count(expired)-1, r.Evicted)
 	}
